@@ -1,0 +1,400 @@
+"""The rules of the Doors gridworld, written once for NumPy and ``jax.numpy``.
+
+Every function here is pure: it takes arrays and a module ``xp`` (``numpy`` or
+``jax.numpy``) and returns new arrays, with no randomness and no branching on
+array values, so the same code runs eagerly in NumPy, under ``jax.jit``, ``vmap``
+and ``lax.scan``. Positions are ``(row, col)`` integer arrays of any (matching)
+batch shape; row 0 is the top of the grid.
+
+``Doors-v0`` evaluates these functions over every (cell, action) pair once and
+steps through the resulting tables; ``DoorsJax-v0`` calls them on every step.
+``tests/test_parity.py`` holds the two to identical transitions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import numbers
+from typing import Any, NamedTuple
+
+import numpy as np
+
+EMPTY, AGENT, WALL, GOAL = 0, 1, 2, 3
+"""Cell codes of the observation grid."""
+NUM_CELL_TYPES = 4
+CELL_NAMES = ("empty", "agent", "wall", "goal")
+
+STAY, RIGHT, DOWN, LEFT, UP = 0, 1, 2, 3, 4
+"""Action indices."""
+NUM_ACTIONS = 5
+ACTION_NAMES = ("stay", "right", "down", "left", "up")
+MOVES = ((0, 0), (0, 1), (1, 0), (0, -1), (-1, 0))
+"""``(d_row, d_col)`` of each action."""
+
+OBS_DTYPE = np.int8
+"""Observation dtype of both implementations (JAX has no int64 by default)."""
+POSITION_DTYPE = np.int32
+REWARD_DTYPE = np.float32
+
+DEFAULT_GRID_SIZE = (15, 15)
+DEFAULT_N_DOORS = 3
+DEFAULT_MAX_EPISODE_STEPS = 60
+"""``2 * (H + W)`` on the default grid; the longest shortest path there is 28 steps."""
+
+
+class DoorsState(NamedTuple):
+    """The full state of one (or a batch of) Doors episode(s).
+
+    Every field is an integer array (int32) of the same batch shape, ``()`` for
+    one episode. ``time`` counts the steps taken since the episode's reset.
+    """
+
+    agent_row: Any
+    agent_col: Any
+    goal_row: Any
+    goal_col: Any
+    time: Any
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_int_pair(value: Any) -> bool:
+    """Whether ``value`` is a length-2 sequence of integers (not bools)."""
+    return (
+        not isinstance(value, (str, bytes))
+        and hasattr(value, "__len__")
+        and len(value) == 2
+        and all(_is_int(v) for v in value)
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class DoorsParams:
+    """Static configuration of the Doors layout, validated on construction.
+
+    Args:
+        grid_size: ``(H, W)``; ``H >= 3`` (the wall needs a row above and below
+            it), ``W >= 1``.
+        n_doors: number of gaps in the wall, ``1 <= n_doors <= W``. Defaults to
+            3, or to ``len(door_cols)`` when ``door_cols`` is given.
+        door_cols: explicit, distinct door columns in ``[0, W)``. Defaults to
+            ``k * (W // n_doors)`` for ``k = 0 .. n_doors - 1``.
+        max_episode_steps: steps after which an episode is truncated, ``>= 1``,
+            or ``None`` for no limit (the Gymnasium ``TimeLimit`` wrapper then
+            decides).
+
+    After construction ``n_doors`` is an int and ``door_cols`` a sorted tuple,
+    so equal layouts compare and hash equal. Instances are hashable and
+    immutable, so JAX treats them as static configuration.
+
+    Raises:
+        ValueError: naming the keyword, the value and the allowed range.
+    """
+
+    grid_size: tuple[int, int] = DEFAULT_GRID_SIZE
+    n_doors: int | None = None
+    door_cols: tuple[int, ...] | None = None
+    max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS
+
+    def __post_init__(self) -> None:
+        grid_size = self.grid_size
+        if not is_int_pair(grid_size):
+            raise ValueError(
+                f"grid_size={grid_size!r} is invalid: expected a pair of integers (H, W) "
+                "with H >= 3 and W >= 1"
+            )
+        height, width = int(grid_size[0]), int(grid_size[1])
+        if height < 3 or width < 1:
+            raise ValueError(
+                f"grid_size={tuple(grid_size)!r} is out of range: H must be >= 3 (a row above "
+                "and below the wall) and W must be >= 1"
+            )
+        object.__setattr__(self, "grid_size", (height, width))
+
+        n_doors = self.n_doors
+        if n_doors is not None and not _is_int(n_doors):
+            raise ValueError(
+                f"n_doors={n_doors!r} is invalid: expected an integer in [1, {width}] (1 <= n_doors <= W)"
+            )
+        if self.door_cols is None:
+            n_doors = DEFAULT_N_DOORS if n_doors is None else int(n_doors)
+            if not 1 <= n_doors <= width:
+                raise ValueError(
+                    f"n_doors={n_doors!r} is out of range: expected 1 <= n_doors <= W = {width}"
+                )
+            door_cols = tuple(k * (width // n_doors) for k in range(n_doors))
+        else:
+            raw = self.door_cols
+            if isinstance(raw, (str, bytes)) or not hasattr(raw, "__iter__"):
+                raise ValueError(
+                    f"door_cols={raw!r} is invalid: expected a sequence of distinct integers in [0, {width})"
+                )
+            raw = tuple(raw)
+            if not raw or not all(_is_int(c) for c in raw):
+                raise ValueError(
+                    f"door_cols={raw!r} is invalid: expected a non-empty sequence of distinct "
+                    f"integers in [0, {width})"
+                )
+            bad = [int(c) for c in raw if not 0 <= c < width]
+            if bad:
+                raise ValueError(
+                    f"door_cols={raw!r} is out of range: columns {bad} are outside [0, {width})"
+                )
+            if len(set(raw)) != len(raw):
+                raise ValueError(f"door_cols={raw!r} is invalid: door columns must be distinct")
+            door_cols = tuple(sorted(int(c) for c in raw))
+            if n_doors is not None and int(n_doors) != len(door_cols):
+                raise ValueError(
+                    f"n_doors={n_doors!r} contradicts door_cols={raw!r}: expected n_doors == "
+                    f"len(door_cols) = {len(door_cols)} (or leave n_doors unset)"
+                )
+            n_doors = len(door_cols)
+        object.__setattr__(self, "n_doors", n_doors)
+        object.__setattr__(self, "door_cols", door_cols)
+
+        limit = self.max_episode_steps
+        if limit is not None:
+            if not _is_int(limit) or limit < 1:
+                raise ValueError(
+                    f"max_episode_steps={limit!r} is invalid: expected an integer >= 1 or None"
+                )
+            object.__setattr__(self, "max_episode_steps", int(limit))
+
+    @property
+    def height(self) -> int:
+        """Number of rows ``H``."""
+        return self.grid_size[0]
+
+    @property
+    def width(self) -> int:
+        """Number of columns ``W``."""
+        return self.grid_size[1]
+
+    @property
+    def num_cells(self) -> int:
+        """``H * W``, the length of an observation."""
+        return self.height * self.width
+
+    @property
+    def wall_row(self) -> int:
+        """Row of the wall, ``H // 2``."""
+        return self.height // 2
+
+    @property
+    def door_mask(self) -> np.ndarray:
+        """``(W,)`` bool: True at door columns (a fresh array, never aliased)."""
+        mask = np.zeros(self.width, dtype=bool)
+        mask[list(self.door_cols)] = True
+        return mask
+
+    @property
+    def layout(self) -> np.ndarray:
+        """``(H, W)`` ``OBS_DTYPE`` grid of walls and empty cells (no agent, no goal)."""
+        return _layout(self.grid_size, self.door_cols).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(grid_size: tuple[int, int], door_cols: tuple[int, ...]) -> np.ndarray:
+    height, width = grid_size
+    grid = np.full((height, width), EMPTY, dtype=OBS_DTYPE)
+    grid[height // 2, :] = WALL
+    grid[height // 2, list(door_cols)] = EMPTY
+    grid.setflags(write=False)
+    return grid
+
+
+def move(params: DoorsParams, row: Any, col: Any, action: Any, xp: Any = np) -> tuple[Any, Any]:
+    """Moves the agent one cell: clip to the grid, stay if the target is a wall.
+
+    Args:
+        params: the layout.
+        row, col: integer arrays, the agent's position (any batch shape).
+        action: integer array broadcastable to ``row``; values outside ``0..4``
+            move nowhere (validation belongs to the shells).
+        xp: ``numpy`` or ``jax.numpy``.
+
+    Returns:
+        ``(row, col)`` after the move, ``int32``.
+    """
+    action = xp.asarray(action)
+    d_row = (action == DOWN).astype(POSITION_DTYPE) - (action == UP).astype(POSITION_DTYPE)
+    d_col = (action == RIGHT).astype(POSITION_DTYPE) - (action == LEFT).astype(POSITION_DTYPE)
+    target_row = xp.clip(row + d_row, 0, params.height - 1).astype(POSITION_DTYPE)
+    target_col = xp.clip(col + d_col, 0, params.width - 1).astype(POSITION_DTYPE)
+    is_door = xp.asarray(params.door_mask)[target_col]
+    blocked = (target_row == params.wall_row) & ~is_door
+    return xp.where(blocked, row, target_row), xp.where(blocked, col, target_col)
+
+
+def distance(row: Any, col: Any, goal_row: Any, goal_col: Any, xp: Any = np) -> Any:
+    """Euclidean distance between two cells, ``float32`` (exact integer square, rounded sqrt)."""
+    d_row = (goal_row - row).astype(POSITION_DTYPE)
+    d_col = (goal_col - col).astype(POSITION_DTYPE)
+    return xp.sqrt((d_row * d_row + d_col * d_col).astype(REWARD_DTYPE))
+
+
+def reward(distance_before: Any, distance_after: Any) -> Any:
+    """Decrease of the distance to the goal, ``float32``: a return telescopes."""
+    return (distance_before - distance_after).astype(REWARD_DTYPE)
+
+
+def terminated(state: DoorsState) -> Any:
+    """True where the agent stands on the goal."""
+    return (state.agent_row == state.goal_row) & (state.agent_col == state.goal_col)
+
+
+def truncated(params: DoorsParams, state: DoorsState) -> Any:
+    """True where ``state.time`` reached ``params.max_episode_steps`` (never if that is None)."""
+    if params.max_episode_steps is None:
+        return state.time < 0  # all False, with the batch shape and dtype of a comparison
+    return state.time >= params.max_episode_steps
+
+
+def start_columns(params: DoorsParams, start_index: Any) -> tuple[Any, Any]:
+    """Splits a draw uniform over ``[0, W * W)`` into independent uniform ``(agent_col, goal_col)``.
+
+    One draw per episode is cheaper than two in both NumPy and JAX.
+    """
+    return start_index // params.width, start_index % params.width
+
+
+def initial_state(params: DoorsParams, agent_col: Any, goal_col: Any, xp: Any = np) -> DoorsState:
+    """The start of an episode: agent on the bottom row, goal on the top row, time 0.
+
+    Args:
+        agent_col, goal_col: integer arrays in ``[0, W)``; the shells draw them
+            independently and uniformly.
+    """
+    agent_col = xp.asarray(agent_col, dtype=POSITION_DTYPE)
+    goal_col = xp.asarray(goal_col, dtype=POSITION_DTYPE)
+    zeros = xp.zeros_like(agent_col)
+    return DoorsState(
+        agent_row=zeros + (params.height - 1),
+        agent_col=agent_col,
+        goal_row=zeros,
+        goal_col=goal_col,
+        time=zeros,
+    )
+
+
+def transition(params: DoorsParams, state: DoorsState, action: Any, xp: Any = np) -> DoorsState:
+    """One step of the rules: move the agent and advance the clock."""
+    agent_row, agent_col = move(params, state.agent_row, state.agent_col, action, xp)
+    return state._replace(agent_row=agent_row, agent_col=agent_col, time=state.time + 1)
+
+
+def state_distance(state: DoorsState, xp: Any = np) -> Any:
+    """Distance from the agent to the goal in ``state``, ``float32``."""
+    return distance(state.agent_row, state.agent_col, state.goal_row, state.goal_col, xp)
+
+
+def observation(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:
+    """The grid flattened row-major, ``OBS_DTYPE``, shape ``batch + (H * W,)``.
+
+    Walls from the layout, the goal, then the agent on top (it covers the goal
+    when the episode has terminated).
+    """
+    background = xp.asarray(_layout(params.grid_size, params.door_cols).reshape(-1))
+    cells = xp.arange(params.num_cells, dtype=POSITION_DTYPE)
+    agent = (state.agent_row * params.width + state.agent_col)[..., None]
+    goal = (state.goal_row * params.width + state.goal_col)[..., None]
+    return xp.where(
+        cells == agent,
+        OBS_DTYPE(AGENT),
+        xp.where(cells == goal, OBS_DTYPE(GOAL), background),
+    ).astype(OBS_DTYPE)
+
+
+def all_transitions(params: DoorsParams) -> tuple[np.ndarray, np.ndarray]:
+    """``move`` over every (cell, action) pair, for table-driven NumPy stepping.
+
+    Returns:
+        ``(next_cell, blocked_or_clipped)``: ``next_cell`` is ``(H * W, 5)`` int
+        of flat cell indices; the second array marks pairs where the agent did
+        not move although the action was not ``stay``.
+    """
+    cells = np.arange(params.num_cells, dtype=POSITION_DTYPE)
+    row, col = np.divmod(cells, params.width)
+    actions = np.arange(NUM_ACTIONS, dtype=POSITION_DTYPE)
+    new_row, new_col = move(params, row[:, None], col[:, None], actions[None, :])
+    next_cell = new_row * params.width + new_col
+    stuck = (next_cell == cells[:, None]) & (actions[None, :] != STAY)
+    return next_cell, stuck
+
+
+def distances_to(params: DoorsParams, goal_row: int, goal_col: int) -> np.ndarray:
+    """``(H * W,)`` float32: the distance from every cell to one goal cell."""
+    cells = np.arange(params.num_cells, dtype=POSITION_DTYPE)
+    row, col = np.divmod(cells, params.width)
+    return distance(row, col, np.int32(goal_row), np.int32(goal_col))
+
+
+def validate_action(action: Any) -> int:
+    """Returns ``action`` as an int in ``0..4`` or raises a clear error.
+
+    Accepts Python and NumPy integers and 0-d integer NumPy or JAX arrays
+    (``bool`` is not an action).
+
+    Raises:
+        TypeError: for floats, strings, None and other non-integers.
+        ValueError: for integers outside ``0..4``.
+    """
+    value = action
+    if value.__class__ in _NUMPY_INTEGERS:
+        value = int(value)
+        if 0 <= value < NUM_ACTIONS:
+            return value
+    elif getattr(value, "shape", None) == () and getattr(getattr(value, "dtype", None), "kind", "") in "iu":
+        value = int(value)  # 0-d NumPy or JAX integer array
+    if not _is_int(value):
+        raise TypeError(
+            f"action {action!r} of type {type(action).__name__} is not an integer action: "
+            f"valid actions are the integers 0..{NUM_ACTIONS - 1} ({_ACTION_LIST})"
+        )
+    if not 0 <= value < NUM_ACTIONS:
+        raise ValueError(
+            f"action {action!r} is out of range: valid actions are the integers "
+            f"0..{NUM_ACTIONS - 1} ({_ACTION_LIST})"
+        )
+    return int(value)
+
+
+def validate_actions(actions: Any, num_envs: int) -> np.ndarray:
+    """Checks a batch of actions on the host: shape ``(num_envs,)``, integers in ``0..4``.
+
+    Returns:
+        The actions as an integer NumPy array (no copy when already one).
+    """
+    array = np.asarray(actions)
+    kind = array.dtype.kind
+    if kind not in "iu":
+        raise TypeError(
+            f"actions of dtype {array.dtype} are not integer actions: valid actions are the "
+            f"integers 0..{NUM_ACTIONS - 1} ({_ACTION_LIST})"
+        )
+    if array.shape != (num_envs,):
+        raise ValueError(f"actions have shape {array.shape}, expected ({num_envs},)")
+    # Viewed as unsigned, negative actions become huge: one reduction checks both bounds.
+    unsigned = array.view(array.dtype.str.replace("i", "u")) if kind == "i" else array
+    if array.size and unsigned.max() >= NUM_ACTIONS:
+        bad = array[(array < 0) | (array >= NUM_ACTIONS)]
+        raise ValueError(
+            f"actions {bad[:8].tolist()} are out of range: valid actions are the integers "
+            f"0..{NUM_ACTIONS - 1} ({_ACTION_LIST})"
+        )
+    return array
+
+
+_NUMPY_INTEGERS = frozenset(np.dtype(code).type for code in np.typecodes["AllInteger"])
+_ACTION_LIST = ", ".join(f"{i} {name}" for i, name in enumerate(ACTION_NAMES))
+
+
+def validate_render_mode(render_mode: str | None, allowed: tuple[str, ...]) -> None:
+    """Raises ``ValueError`` unless ``render_mode`` is None or one of ``allowed``."""
+    if render_mode is not None and render_mode not in allowed:
+        raise ValueError(
+            f"render_mode={render_mode!r} is not supported: expected None or one of {list(allowed)}"
+        )

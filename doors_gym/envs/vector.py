@@ -1,0 +1,238 @@
+"""The native vector env of ``Doors-v0``: every env steps in one set of NumPy array operations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.error import ResetNeeded
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from doors_gym import core, rendering
+from doors_gym.core import AGENT, EMPTY, GOAL, DoorsParams, DoorsState
+from doors_gym.envs.doors import make_spaces, parse_reset_options
+
+VECTOR_RENDER_MODES = ("rgb_array", "ansi")
+_MAX_TABLE_CELLS = 2048
+"""Grids up to this many cells look distances up in a ``cells x cells`` float32 table (16 MiB at most)."""
+
+
+class DoorsVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` Doors envs stepped together with NumPy array operations.
+
+    The rules, spaces and keywords are those of :class:`~doors_gym.envs.doors.DoorsEnv`;
+    ``gym.make_vec("Doors-v0", num_envs=N)`` builds this class. It behaves like
+    ``SyncVectorEnv`` over ``N`` ``gym.make("Doors-v0")`` envs, and gives the
+    same results for the same seeds (each env keeps its own generator seeded
+    ``seed + i``, as ``SyncVectorEnv`` seeds its envs):
+
+    - next-step autoreset (``metadata["autoreset_mode"]``): the step after an
+      env terminates or truncates resets it and returns its first observation
+      with reward 0 and both flags False;
+    - truncation after ``max_episode_steps`` steps (60 through ``make_vec``);
+    - ``info["distance"]`` (float32) with its ``info["_distance"]`` mask;
+    - ``reset(options={"reset_mask": mask})`` resets only the masked envs.
+
+    Only drawing the start columns of the envs that reset loops in Python (one
+    generator call each, the price of matching ``SyncVectorEnv``); stepping is
+    array operations over all envs. Rewards are float32, observations int8,
+    and each returned array is fresh.
+    """
+
+    metadata = {
+        "render_modes": list(VECTOR_RENDER_MODES),
+        "render_fps": 8,
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+    }
+
+    def __init__(
+        self,
+        num_envs: int,
+        grid_size: Sequence[int] = core.DEFAULT_GRID_SIZE,
+        n_doors: int | None = None,
+        door_cols: Sequence[int] | None = None,
+        max_episode_steps: int | None = core.DEFAULT_MAX_EPISODE_STEPS,
+        render_mode: str | None = None,
+        cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
+        colors: Mapping[int, Sequence[int]] | None = None,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1")
+        self.num_envs = int(num_envs)
+        self.params = DoorsParams(
+            grid_size=tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
+            n_doors=n_doors,
+            door_cols=door_cols,
+            max_episode_steps=max_episode_steps,
+        )
+        core.validate_render_mode(render_mode, VECTOR_RENDER_MODES)
+        self.render_mode = render_mode
+        self.cell_pixels = rendering.validate_cell_pixels(cell_pixels)
+        self.palette = rendering.make_palette(colors)
+        self.single_observation_space, self.single_action_space = make_spaces(self.params)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        next_cell, _ = core.all_transitions(self.params)
+        self._next_cell = next_cell.astype(np.intp).reshape(-1)
+        num_cells = self.params.num_cells
+        self._distance_table = None
+        if num_cells <= _MAX_TABLE_CELLS:
+            # (goal, cell) -> distance, flat; small grids step by lookup instead of arithmetic.
+            cells = np.arange(num_cells)
+            self._distance_table = np.concatenate(
+                [core.distances_to(self.params, *divmod(goal, self.params.width)) for goal in cells]
+            )
+        self._obs_offset = np.arange(self.num_envs, dtype=np.intp) * num_cells
+        self._layout = self.params.layout.reshape(-1)
+        self._limit = self.params.max_episode_steps or np.iinfo(np.int64).max
+        self._generators: list[np.random.Generator | None] = [None] * self.num_envs
+        self._agent = np.zeros(self.num_envs, dtype=np.intp)
+        self._goal = np.zeros(self.num_envs, dtype=np.intp)
+        self._time = np.zeros(self.num_envs, dtype=np.int64)
+        self._distance = np.zeros(self.num_envs, dtype=core.REWARD_DTYPE)
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self._obs = np.zeros((self.num_envs, self.params.num_cells), dtype=core.OBS_DTYPE)
+        self._has_reset = False
+
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets every env (or those in ``options["reset_mask"]``); ``seed`` as in ``SyncVectorEnv``."""
+        if seed is None:
+            seeds: list[int | None] = [None] * self.num_envs
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed has {len(seeds)} entries, expected num_envs={self.num_envs}")
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(f"reset options {sorted(options)} are unknown: expected only 'reset_mask'")
+        if mask is None:
+            mask = np.ones(self.num_envs, dtype=bool)
+        else:
+            mask = np.asarray(mask)
+            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+                raise ValueError(
+                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
+                    f"got dtype {mask.dtype} and shape {mask.shape}"
+                )
+            if not self._has_reset and not mask.all():
+                raise ResetNeeded("The first reset of a vector env must reset every env (no reset_mask)")
+        for index in np.flatnonzero(mask):
+            if seeds[index] is not None or self._generators[index] is None:
+                self._generators[index], _ = seeding.np_random(seeds[index])
+        self._reset_envs(np.flatnonzero(mask))
+        self._has_reset = True
+        return self._obs.copy(), self._info()
+
+    def _reset_envs(self, indices: np.ndarray) -> None:
+        """Draws new starts for ``indices`` (one generator call per env, as the single env does)."""
+        if indices.size == 0:
+            return
+        width = self.params.width
+        num_starts = width * width
+        generators = self._generators
+        draws = np.array([generators[i].integers(0, num_starts) for i in indices.tolist()], dtype=np.intp)
+        agent_col, goal_col = core.start_columns(self.params, draws)
+        agent = (self.params.height - 1) * width + agent_col
+        goal = goal_col
+        self._start(indices, agent, goal, np.zeros(indices.size, dtype=np.int64))
+
+    def _start(self, indices: np.ndarray, agent: np.ndarray, goal: np.ndarray, time: np.ndarray) -> None:
+        self._agent[indices] = agent
+        self._goal[indices] = goal
+        self._time[indices] = time
+        self._needs_reset[indices] = False
+        self._distance[indices] = self._distances(self._agent[indices], self._goal[indices])
+        self._obs[indices] = self._layout
+        self._obs[indices, goal] = GOAL
+        self._obs[indices, agent] = AGENT
+
+    def _distances(self, agent: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        if self._distance_table is not None:
+            return self._distance_table[goal * self.params.num_cells + agent]
+        agent_row, agent_col = np.divmod(agent, self.params.width)
+        goal_row, goal_col = np.divmod(goal, self.params.width)
+        return core.distance(agent_row, agent_col, goal_row, goal_col)
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Steps every env; an env that ended on the previous step is reset instead."""
+        if not self._has_reset:
+            raise ResetNeeded("Cannot call env.step() before calling env.reset()")
+        actions = core.validate_actions(actions, self.num_envs)
+        old = self._agent
+        goal = self._goal
+        new = self._next_cell[old * core.NUM_ACTIONS + actions]
+        distance = self._distances(new, goal)
+        rewards = core.reward(self._distance, distance)
+        flat_obs = self._obs.reshape(-1)
+        at_goal = old == goal
+        flat_obs[self._obs_offset + old] = at_goal * GOAL + ~at_goal * EMPTY
+        flat_obs[self._obs_offset + new] = AGENT
+        self._agent = new
+        self._distance = distance
+        self._time += 1
+        terminated = new == self._goal
+        truncated = self._time >= self._limit
+
+        resetting = np.flatnonzero(self._needs_reset)
+        if resetting.size:
+            self._reset_envs(resetting)
+            rewards[resetting] = 0.0
+            terminated[resetting] = False
+            truncated[resetting] = False
+        self._needs_reset = terminated | truncated
+        return self._obs.copy(), rewards, terminated, truncated, self._info()
+
+    def _info(self) -> dict[str, Any]:
+        return {"distance": self._distance.copy(), "_distance": np.ones(self.num_envs, dtype=bool)}
+
+    @property
+    def state(self) -> DoorsState:
+        """The current states as ``(num_envs,)`` int32 arrays (a snapshot)."""
+        if not self._has_reset:
+            raise ResetNeeded("Cannot read env.state before calling env.reset()")
+        agent_row, agent_col = np.divmod(self._agent, self.params.width)
+        goal_row, goal_col = np.divmod(self._goal, self.params.width)
+        return DoorsState(*(np.asarray(v, dtype=np.int32) for v in (agent_row, agent_col, goal_row, goal_col, self._time)))
+
+    def set_state(self, state: DoorsState, mask: np.ndarray | None = None) -> np.ndarray:
+        """Puts envs in ``state`` (``(num_envs,)`` arrays); ``mask`` picks which. Returns the observations."""
+        indices = np.arange(self.num_envs) if mask is None else np.flatnonzero(np.asarray(mask))
+        values = [np.broadcast_to(np.asarray(v), (self.num_envs,))[indices].astype(np.intp) for v in state]
+        agent_row, agent_col, goal_row, goal_col, time = values
+        for index in range(indices.size):
+            parse_reset_options(
+                self.params,
+                {
+                    "agent_pos": (int(agent_row[index]), int(agent_col[index])),
+                    "goal_pos": (int(goal_row[index]), int(goal_col[index])),
+                },
+            )
+        if np.any(time < 0):
+            raise ValueError("state.time must be >= 0")
+        width = self.params.width
+        self._start(indices, agent_row * width + agent_col, goal_row * width + goal_col, time)
+        self._has_reset = True
+        return self._obs.copy()
+
+    def render(self) -> tuple[Any, ...] | None:
+        """A tuple with one frame (``rgb_array``) or text grid (``ansi``) per env, as ``SyncVectorEnv``."""
+        if self.render_mode is None:
+            gym.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        grids = self._obs.reshape((self.num_envs, *self.params.grid_size))
+        if self.render_mode == "ansi":
+            return tuple(rendering.grid_to_ansi(grid) for grid in grids)
+        return tuple(rendering.grid_to_rgb(grid, self.palette, self.cell_pixels) for grid in grids)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Nothing to release: no windows or processes."""

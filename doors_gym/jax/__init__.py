@@ -1,0 +1,50 @@
+"""``DoorsJax-v0``: the Doors rules in JAX.
+
+- :class:`DoorsFuncEnv`, a Gymnasium ``FuncEnv``;
+- pure functions for jitted code: :func:`reset`, :func:`step` (same-step
+  autoreset), :func:`env_step` (no autoreset), :func:`checked_step`,
+  :func:`observation`, :func:`rollout`;
+- the Gymnasium shells :class:`DoorsJaxEnv` and :class:`DoorsJaxVectorEnv`.
+
+>>> import jax
+>>> from doors_gym.jax import DoorsParams, reset, step
+>>> params = DoorsParams()
+>>> obs, state = reset(jax.random.key(0), params)
+>>> obs, state, reward, terminated, truncated, info = step(jax.random.key(1), state, 4, params)
+>>> obs.shape, obs.dtype.name, reward.dtype.name
+((225,), 'int8', 'float32')
+"""
+
+from doors_gym.core import DoorsParams, DoorsState
+from doors_gym.jax.functional import (
+    DoorsFuncEnv,
+    checked_step,
+    env_step,
+    initial,
+    observation,
+    reset,
+    rollout,
+    step,
+    step_from_draw,
+    transition_parts,
+    where_state,
+)
+from doors_gym.jax.shells import DoorsJaxEnv, DoorsJaxVectorEnv
+
+__all__ = [
+    "DoorsFuncEnv",
+    "DoorsJaxEnv",
+    "DoorsJaxVectorEnv",
+    "DoorsParams",
+    "DoorsState",
+    "checked_step",
+    "env_step",
+    "initial",
+    "observation",
+    "reset",
+    "rollout",
+    "step",
+    "step_from_draw",
+    "transition_parts",
+    "where_state",
+]

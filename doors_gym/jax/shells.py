@@ -1,0 +1,372 @@
+"""``DoorsJax-v0``: thin Gymnasium shells over the pure JAX functions.
+
+Gymnasium's own ``FunctionalJaxEnv`` drops params and never truncates, and its
+vector env autoresets only a single-array state, recompiles as batch sizes
+vary, keeps the reward on reset steps and cannot render. These shells pass the
+params through, report truncation, autoreset a pytree state with one ``where``
+per field and compile each function once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnasium.error import ResetNeeded
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from doors_gym import core, rendering
+from doors_gym.core import DoorsParams, DoorsState
+from doors_gym.envs.doors import parse_reset_options
+from doors_gym.jax import functional as F
+
+ARRAY_TYPES = ("numpy", "jax")
+
+
+def _validate_array_type(array_type: str) -> None:
+    if array_type not in ARRAY_TYPES:
+        raise ValueError(f"array_type={array_type!r} is not supported: expected one of {list(ARRAY_TYPES)}")
+
+
+def _seed_key(seed: int | None, np_random: np.random.Generator) -> jax.Array:
+    """A JAX key from ``seed``, or from the env's NumPy generator when ``seed`` is None."""
+    if seed is None:
+        seed = int(np_random.integers(0, 2**32 - 1))
+    return jax.random.key(seed)
+
+
+class DoorsJaxEnv(gym.Env):
+    """Doors with the JAX rules, one env behind the plain Gymnasium API.
+
+    Same rules, spaces, keywords, reward and ``info`` as ``Doors-v0`` (see
+    :class:`doors_gym.envs.doors.DoorsEnv`), computed by jitted pure functions.
+    ``array_type="numpy"`` (default) returns NumPy observations; ``"jax"``
+    returns JAX arrays and sets ``metadata["jax"]`` so Gymnasium's tools
+    convert them. Truncation: ``gym.make`` adds a ``TimeLimit`` (60 by default);
+    constructed with ``max_episode_steps`` the env truncates by itself.
+    Actions are validated on the host with the same errors as ``Doors-v0``.
+
+    Registered as ``DoorsJax-v0`` (``gym.make`` and ``gym.make_vec``).
+    """
+
+    metadata = {"render_modes": list(rendering.RENDER_MODES), "render_fps": 8, "jax": False}
+
+    def __init__(
+        self,
+        grid_size: Sequence[int] = core.DEFAULT_GRID_SIZE,
+        n_doors: int | None = None,
+        door_cols: Sequence[int] | None = None,
+        max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
+        colors: Mapping[int, Sequence[int]] | None = None,
+        array_type: Literal["numpy", "jax"] = "numpy",
+    ) -> None:
+        _validate_array_type(array_type)
+        core.validate_render_mode(render_mode, rendering.RENDER_MODES)
+        self.func_env = F.DoorsFuncEnv(
+            {
+                "grid_size": tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
+                "n_doors": n_doors,
+                "door_cols": door_cols,
+                "max_episode_steps": max_episode_steps,
+            }
+        )
+        self.params: DoorsParams = self.func_env.default_params
+        self.observation_space = self.func_env.observation_space
+        self.action_space = self.func_env.action_space
+        self.metadata = {**type(self).metadata, "jax": array_type == "jax"}
+        self.array_type = array_type
+        self.render_mode = render_mode
+        self.render_state = self.func_env.render_init(self.params, cell_pixels=cell_pixels, colors=colors)
+        self._reset_fn = jax.jit(F.reset, static_argnums=1)
+        self._step_fn = jax.jit(F.env_step, static_argnums=2)
+        self._key: jax.Array | None = None
+        self._state: DoorsState | None = None
+        self._obs: jax.Array | None = None
+        self._window: rendering.HumanWindow | None = None
+
+    def _out(self, array: jax.Array) -> Any:
+        return np.array(array) if self.array_type == "numpy" else array
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Starts an episode; ``options`` may fix ``agent_pos`` / ``goal_pos`` as in ``Doors-v0``."""
+        super().reset(seed=seed)
+        positions = parse_reset_options(self.params, options)
+        if seed is not None or self._key is None:
+            self._key = _seed_key(seed, self.np_random)
+        self._key, reset_key = jax.random.split(self._key)
+        obs, state = self._reset_fn(reset_key, self.params)
+        if positions:
+            agent_row, agent_col = positions.get("agent_pos", (state.agent_row, state.agent_col))
+            goal_row, goal_col = positions.get("goal_pos", (state.goal_row, state.goal_col))
+            state = DoorsState(*(jnp.int32(v) for v in (agent_row, agent_col, goal_row, goal_col, 0)))
+            obs = F.observation(state, self.params)
+        self._state, self._obs = state, obs
+        if self.render_mode == "human":
+            self.render()
+        return self._out(obs), {"distance": float(core.state_distance(state, jnp))}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Moves the agent; returns ``(obs, reward, terminated, truncated, info)``."""
+        if self._state is None:
+            raise ResetNeeded("Cannot call env.step() before calling env.reset()")
+        action = core.validate_action(action)
+        obs, state, reward, terminated, truncated, info = self._step_fn(self._state, np.int32(action), self.params)
+        self._state, self._obs = state, obs
+        if self._window is not None:
+            self.render()
+        return self._out(obs), float(reward), bool(terminated), bool(truncated), {"distance": float(info["distance"])}
+
+    @property
+    def state(self) -> DoorsState:
+        """The current :class:`DoorsState` (int32 JAX scalars, immutable)."""
+        if self._state is None:
+            raise ResetNeeded("Cannot read env.state before calling env.reset()")
+        return self._state
+
+    def set_state(self, state: DoorsState) -> Any:
+        """Puts the env in ``state`` (e.g. one taken from ``Doors-v0``); returns its observation."""
+        values = [int(np.asarray(v)) for v in state]
+        parse_reset_options(self.params, {"goal_pos": tuple(values[2:4])})
+        parse_reset_options(self.params, {"agent_pos": tuple(values[0:2])})
+        if values[4] < 0:
+            raise ValueError(f"state.time={values[4]} is invalid: expected >= 0")
+        self._state = DoorsState(*(jnp.int32(v) for v in values))
+        self._obs = F.observation(self._state, self.params)
+        return self._out(self._obs)
+
+    def render(self) -> np.ndarray | str | None:
+        """An RGB frame (``rgb_array``), a text grid (``ansi``) or a window update (``human``)."""
+        if self.render_mode is None:
+            gym.logger.warn(
+                "You are calling render method without specifying any render mode. "
+                'You can specify the render_mode at initialization, e.g. gym.make("DoorsJax-v0", render_mode="rgb_array")'
+            )
+            return None
+        if self._state is None:
+            raise ResetNeeded("Cannot call env.render() before calling env.reset()")
+        if self.render_mode == "ansi":
+            return rendering.grid_to_ansi(np.asarray(self._obs).reshape(self.params.grid_size))
+        self.render_state, frame = self.func_env.render_image(self._state, self.render_state, self.params)
+        if self.render_mode == "rgb_array":
+            return frame
+        if self._window is None:
+            self._window = rendering.HumanWindow("Doors (JAX)", self.metadata["render_fps"])
+        if not self._window.show(frame):
+            self._window = None
+        return None
+
+    def close(self) -> None:
+        """Closes the pygame window if one is open; safe to call twice."""
+        if self._window is not None:
+            self._window.close()
+            self._window = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_window"] = None
+        return state
+
+
+def _vector_step(
+    key: jax.Array, state: DoorsState, needs_reset: jax.Array, actions: jax.Array, params: DoorsParams
+) -> tuple[jax.Array, tuple[jax.Array, DoorsState, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]]:
+    """The whole vector step, compiled once: next-step autoreset over a pytree state."""
+    key, start_key = jax.random.split(key)
+    next_state, reward, terminated, truncated, distance = jax.vmap(F.transition_parts, in_axes=(0, 0, None))(
+        state, actions, params
+    )
+    fresh = F.initial_from_draw(F.draw_starts(start_key, needs_reset.shape, params), params)
+    next_state = F.where_state(needs_reset, fresh, next_state)
+    kept = ~needs_reset
+    reward = jnp.where(kept, reward, jnp.float32(0.0))
+    terminated = terminated & kept
+    truncated = truncated & kept
+    distance = jnp.where(kept, distance, core.state_distance(fresh, jnp))
+    obs = jax.vmap(F.observation, in_axes=(0, None))(next_state, params)
+    return key, (obs, next_state, reward, terminated, truncated, distance, terminated | truncated)
+
+
+def _vector_reset(
+    key: jax.Array, state: DoorsState, needs_reset: jax.Array, mask: jax.Array, params: DoorsParams
+) -> tuple[jax.Array, tuple[jax.Array, DoorsState, jax.Array, jax.Array]]:
+    key, start_key = jax.random.split(key)
+    fresh = F.initial_from_draw(F.draw_starts(start_key, mask.shape, params), params)
+    state = F.where_state(mask, fresh, state)
+    return key, (F.observation(state, params), state, core.state_distance(state, jnp), needs_reset & ~mask)
+
+
+class DoorsJaxVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` Doors envs in JAX: one jitted, vmapped step with next-step autoreset.
+
+    ``gym.make_vec("DoorsJax-v0", num_envs=N)`` builds it. The step after an
+    env terminates or truncates resets it and returns reward 0 and both flags
+    False (``metadata["autoreset_mode"]`` is ``NEXT_STEP``). Truncation after
+    ``max_episode_steps`` (60 through ``make_vec``). Observations, rewards and
+    flags are JAX arrays by default (``array_type="jax"``, ``metadata["jax"]``
+    True) or NumPy (``array_type="numpy"``). Each function compiles once per
+    layout and ``num_envs``; later steps never recompile.
+
+    Randomness: ``reset(seed=s)`` keys the env with ``jax.random.key(s)``; each
+    step splits that key once for the whole batch (not once per env). Starts
+    follow the same distribution as ``Doors-v0`` but not the same draws.
+    Actions are checked on the host (dtype, shape, range) unless
+    ``validate_actions=False``.
+    """
+
+    metadata = {
+        "render_modes": ["rgb_array", "ansi"],
+        "render_fps": 8,
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+        "jax": True,
+    }
+
+    def __init__(
+        self,
+        num_envs: int,
+        grid_size: Sequence[int] = core.DEFAULT_GRID_SIZE,
+        n_doors: int | None = None,
+        door_cols: Sequence[int] | None = None,
+        max_episode_steps: int | None = core.DEFAULT_MAX_EPISODE_STEPS,
+        render_mode: str | None = None,
+        cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
+        colors: Mapping[int, Sequence[int]] | None = None,
+        array_type: Literal["numpy", "jax"] = "jax",
+        validate_actions: bool = True,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1")
+        _validate_array_type(array_type)
+        core.validate_render_mode(render_mode, tuple(self.metadata["render_modes"]))
+        self.num_envs = int(num_envs)
+        self.func_env = F.DoorsFuncEnv(
+            {
+                "grid_size": tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
+                "n_doors": n_doors,
+                "door_cols": door_cols,
+                "max_episode_steps": max_episode_steps,
+            }
+        )
+        self.params: DoorsParams = self.func_env.default_params
+        self.single_observation_space = self.func_env.observation_space
+        self.single_action_space = self.func_env.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.metadata = {**type(self).metadata, "jax": array_type == "jax"}
+        self.array_type = array_type
+        self.validate_actions = validate_actions
+        self.render_mode = render_mode
+        self.render_state = self.func_env.render_init(self.params, cell_pixels=cell_pixels, colors=colors)
+        self._step_fn = jax.jit(_vector_step, static_argnums=4)
+        self._reset_fn = jax.jit(_vector_reset, static_argnums=4)
+        self._key: jax.Array | None = None
+        self._state: DoorsState | None = None
+        self._obs: jax.Array | None = None
+        self._needs_reset = jnp.zeros(self.num_envs, dtype=bool)
+
+    def _out(self, array: jax.Array) -> Any:
+        return np.asarray(array) if self.array_type == "numpy" else array
+
+    def reset(
+        self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Resets every env (or those in ``options["reset_mask"]``)."""
+        super().reset(seed=seed if seed is None or isinstance(seed, (int, np.integer)) else None)
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            raise ValueError(
+                f"seed={seed!r} is not supported: DoorsJax-v0 draws every env from one key, pass one int seed"
+            )
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(f"reset options {sorted(options)} are unknown: expected only 'reset_mask'")
+        if mask is None:
+            mask = np.ones(self.num_envs, dtype=bool)
+        else:
+            mask = np.asarray(mask)
+            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+                raise ValueError(
+                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
+                    f"got dtype {mask.dtype} and shape {mask.shape}"
+                )
+            if self._state is None and not mask.all():
+                raise ResetNeeded("The first reset of a vector env must reset every env (no reset_mask)")
+        if seed is not None or self._key is None:
+            self._key = _seed_key(None if seed is None else int(seed), self.np_random)
+        state = self._state
+        if state is None:
+            state = DoorsState(*(jnp.zeros(self.num_envs, dtype=jnp.int32) for _ in DoorsState._fields))
+        self._key, (obs, state, distance, needs_reset) = self._reset_fn(
+            self._key, state, self._needs_reset, jnp.asarray(mask), self.params
+        )
+        self._state, self._obs, self._needs_reset = state, obs, needs_reset
+        return self._out(obs), self._info(distance)
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """Steps every env; an env that ended on the previous step is reset instead."""
+        if self._state is None:
+            raise ResetNeeded("Cannot call env.step() before calling env.reset()")
+        if isinstance(actions, jax.Array):
+            if self.validate_actions:
+                core.validate_actions(np.asarray(actions), self.num_envs)
+            actions = actions.astype(jnp.int32)
+        else:
+            if self.validate_actions:
+                actions = core.validate_actions(actions, self.num_envs)
+            actions = np.asarray(actions, dtype=np.int32)
+        self._key, (obs, state, reward, terminated, truncated, distance, needs_reset) = self._step_fn(
+            self._key, self._state, self._needs_reset, actions, self.params
+        )
+        self._state, self._obs, self._needs_reset = state, obs, needs_reset
+        out = self._out
+        return out(obs), out(reward), out(terminated), out(truncated), self._info(distance)
+
+    def _info(self, distance: jax.Array) -> dict[str, Any]:
+        return {"distance": self._out(distance), "_distance": np.ones(self.num_envs, dtype=bool)}
+
+    @property
+    def state(self) -> DoorsState:
+        """The current states: :class:`DoorsState` of ``(num_envs,)`` int32 JAX arrays."""
+        if self._state is None:
+            raise ResetNeeded("Cannot read env.state before calling env.reset()")
+        return self._state
+
+    def set_state(self, state: DoorsState, mask: np.ndarray | None = None) -> Any:
+        """Puts envs in ``state`` (``(num_envs,)`` arrays); ``mask`` picks which. Returns the observations."""
+        if self._state is None:
+            raise ResetNeeded("Cannot call set_state before calling env.reset()")
+        new = DoorsState(*(np.broadcast_to(np.asarray(v, dtype=np.int32), (self.num_envs,)) for v in state))
+        select = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        for index in np.flatnonzero(select):
+            parse_reset_options(
+                self.params,
+                {
+                    "agent_pos": (int(new.agent_row[index]), int(new.agent_col[index])),
+                    "goal_pos": (int(new.goal_row[index]), int(new.goal_col[index])),
+                },
+            )
+        if np.any(new.time[select] < 0):
+            raise ValueError("state.time must be >= 0")
+        self._state = F.where_state(jnp.asarray(select), DoorsState(*(jnp.asarray(v) for v in new)), self._state)
+        self._needs_reset = self._needs_reset & ~jnp.asarray(select)
+        self._obs = F.observation(self._state, self.params)
+        return self._out(self._obs)
+
+    def render(self) -> tuple[Any, ...] | None:
+        """A tuple with one frame (``rgb_array``) or text grid (``ansi``) per env."""
+        if self.render_mode is None:
+            gym.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        if self._obs is None:
+            raise ResetNeeded("Cannot call env.render() before calling env.reset()")
+        grids = np.asarray(self._obs).reshape((self.num_envs, *self.params.grid_size))
+        if self.render_mode == "ansi":
+            return tuple(rendering.grid_to_ansi(grid) for grid in grids)
+        palette, cell_pixels = self.render_state.palette, self.render_state.cell_pixels
+        return tuple(rendering.grid_to_rgb(grid, palette, cell_pixels) for grid in grids)

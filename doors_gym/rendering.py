@@ -1,0 +1,181 @@
+"""Pictures of the grid: RGB frames, text, a pygame window and video files.
+
+Shared by every env in the package. Only NumPy is imported here; pygame and
+OpenCV are imported by the functions that need them.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from doors_gym.core import AGENT, EMPTY, GOAL, NUM_CELL_TYPES, WALL
+
+DEFAULT_COLORS: Mapping[int, tuple[int, int, int]] = {
+    EMPTY: (0, 0, 0),
+    AGENT: (0, 90, 255),
+    WALL: (0, 170, 0),
+    GOAL: (230, 30, 30),
+}
+"""RGB colour of each cell code: empty black, agent blue, wall green, goal red."""
+DEFAULT_CELL_PIXELS = 16
+ANSI_CHARS = {EMPTY: ".", AGENT: "A", WALL: "#", GOAL: "G"}
+RENDER_MODES = ("human", "rgb_array", "ansi")
+VIDEO_SUFFIXES = (".mp4", ".gif")
+
+
+def make_palette(colors: Mapping[int, Sequence[int]] | None = None) -> np.ndarray:
+    """``(4, 3)`` uint8 palette from a ``{cell code: (r, g, b)}`` mapping over the defaults.
+
+    Raises:
+        ValueError: for unknown cell codes or components outside ``0..255``.
+    """
+    palette = np.array([DEFAULT_COLORS[code] for code in range(NUM_CELL_TYPES)], dtype=np.uint8)
+    for code, rgb in (colors or {}).items():
+        if code not in DEFAULT_COLORS:
+            raise ValueError(f"colors has cell code {code!r}: expected one of {sorted(DEFAULT_COLORS)}")
+        values = np.asarray(rgb)
+        if values.shape != (3,) or values.min() < 0 or values.max() > 255:
+            raise ValueError(f"colors[{code}]={rgb!r} is invalid: expected (r, g, b) with each in 0..255")
+        palette[code] = values
+    return palette
+
+
+def validate_cell_pixels(cell_pixels: Any) -> int:
+    """Returns ``cell_pixels`` as an int in ``1..256`` or raises ``ValueError``."""
+    if isinstance(cell_pixels, bool) or not isinstance(cell_pixels, (int, np.integer)) or not 1 <= cell_pixels <= 256:
+        raise ValueError(f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..256")
+    return int(cell_pixels)
+
+
+def grid_to_rgb(grid: np.ndarray, palette: np.ndarray, cell_pixels: int = DEFAULT_CELL_PIXELS) -> np.ndarray:
+    """``(H, W)`` cell codes to an ``(H * p, W * p, 3)`` uint8 image, ``p = cell_pixels``."""
+    image = palette[np.asarray(grid)]
+    return np.repeat(np.repeat(image, cell_pixels, axis=0), cell_pixels, axis=1)
+
+
+def grid_to_ansi(grid: np.ndarray) -> str:
+    """``(H, W)`` cell codes to text: one line per row, ``.`` empty, ``#`` wall, ``A`` agent, ``G`` goal."""
+    chars = np.array([ANSI_CHARS[code] for code in range(NUM_CELL_TYPES)])
+    return "\n".join("".join(row) for row in chars[np.asarray(grid)])
+
+
+class HumanWindow:
+    """A pygame window showing RGB frames at a fixed frame rate.
+
+    It opens on the first :meth:`show`, pumps the event queue on every frame
+    (so the OS never flags it as frozen) and closes on :meth:`close` or when the
+    user closes it.
+    """
+
+    def __init__(self, title: str, fps: int) -> None:
+        self.title = title
+        self.fps = fps
+        self._screen: Any = None
+        self._clock: Any = None
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the window is currently open."""
+        return self._screen is not None
+
+    def show(self, frame: np.ndarray) -> bool:
+        """Draws one ``(height, width, 3)`` uint8 frame; returns False if the user closed the window."""
+        import pygame
+
+        if self._screen is None:
+            pygame.init()
+            pygame.display.init()
+            pygame.display.set_caption(self.title)
+            self._screen = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
+            self._clock = pygame.time.Clock()
+        for event in pygame.event.get():
+            if event.type == pygame.QUIT:
+                self.close()
+                return False
+        surface = pygame.surfarray.make_surface(np.ascontiguousarray(frame.transpose(1, 0, 2)))
+        self._screen.blit(surface, (0, 0))
+        pygame.display.flip()
+        self._clock.tick(self.fps)
+        return True
+
+    def close(self) -> None:
+        """Closes the window; safe to call more than once."""
+        if self._screen is not None:
+            import pygame
+
+            pygame.display.quit()
+            pygame.quit()
+            self._screen = None
+            self._clock = None
+
+
+def write_video(frames: Iterable[np.ndarray], path: str | pathlib.Path, fps: int = 8) -> pathlib.Path:
+    """Writes RGB uint8 frames to an ``.mp4`` (MPEG-4 Part 2) or an animated ``.gif`` with OpenCV.
+
+    Args:
+        frames: ``(height, width, 3)`` uint8 RGB images of one size.
+        path: the output file; its suffix picks the format.
+        fps: frames per second, ``>= 1``.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: for an unknown suffix, no frames, frames of different sizes
+            or a bad ``fps``.
+    """
+    import cv2
+
+    path = pathlib.Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in VIDEO_SUFFIXES:
+        raise ValueError(f"video path {str(path)!r} has suffix {suffix!r}: expected one of {list(VIDEO_SUFFIXES)}")
+    if isinstance(fps, bool) or not isinstance(fps, (int, np.integer)) or fps < 1:
+        raise ValueError(f"fps={fps!r} is invalid: expected an integer >= 1")
+    bgr_frames = [cv2.cvtColor(np.ascontiguousarray(frame, dtype=np.uint8), cv2.COLOR_RGB2BGR) for frame in frames]
+    if not bgr_frames:
+        raise ValueError("no frames to write")
+    shape = bgr_frames[0].shape
+    if any(frame.shape != shape for frame in bgr_frames):
+        raise ValueError(f"frames differ in size: expected every frame to be {shape}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".gif":
+        animation = cv2.Animation()
+        animation.frames = bgr_frames
+        animation.durations = [max(1, round(1000 / fps))] * len(bgr_frames)
+        animation.loop_count = 0
+        if not cv2.imwriteanimation(str(path), animation):
+            raise OSError(f"OpenCV could not write {str(path)!r}")
+    else:
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), (shape[1], shape[0]))
+        if not writer.isOpened():
+            raise OSError(f"OpenCV could not open {str(path)!r} for writing")
+        try:
+            for frame in bgr_frames:
+                writer.write(frame)
+        finally:
+            writer.release()
+    return path
+
+
+def read_video_frame_count(path: str | pathlib.Path) -> int:
+    """Counts the frames of a video written by :func:`write_video` (for checks and tests)."""
+    import cv2
+
+    path = pathlib.Path(path)
+    if path.suffix.lower() == ".gif":
+        animation = cv2.Animation()
+        ok = cv2.imreadanimation(str(path), animation, 0, 2**31 - 1)
+        return len(animation.frames) if ok else 0
+    capture = cv2.VideoCapture(str(path))
+    count = 0
+    try:
+        while capture.read()[0]:
+            count += 1
+    finally:
+        capture.release()
+    return count
