@@ -168,8 +168,7 @@ def read_video_frame_count(path: str | pathlib.Path) -> int:
 
     path = pathlib.Path(path)
     if path.suffix.lower() == ".gif":
-        animation = cv2.Animation()
-        ok = cv2.imreadanimation(str(path), animation, 0, 2**31 - 1)
+        ok, animation = cv2.imreadanimation(str(path))
         return len(animation.frames) if ok else 0
     capture = cv2.VideoCapture(str(path))
     count = 0
