@@ -27,6 +27,7 @@ def path_lengths(params: DoorsParams, goal_cell: int) -> np.ndarray:
         relaxed = np.minimum(lengths, through_neighbour)
         relaxed[goal_cell] = 0
         if np.array_equal(relaxed, lengths):
+            lengths[params.layout.reshape(-1) == core.WALL] = UNREACHABLE  # moves out of a wall cell count otherwise
             return np.minimum(lengths, UNREACHABLE).astype(np.int32)
         lengths = relaxed
 

@@ -84,12 +84,15 @@ class DoorsJaxEnv(gym.Env):
         self.array_type = array_type
         self.render_mode = render_mode
         self.render_state = self.func_env.render_init(self.params, cell_pixels=cell_pixels, colors=colors)
-        self._reset_fn = jax.jit(F.reset, static_argnums=1)
-        self._step_fn = jax.jit(F.env_step, static_argnums=2)
+        self._jit_functions()
         self._key: jax.Array | None = None
         self._state: DoorsState | None = None
         self._obs: jax.Array | None = None
         self._window: rendering.HumanWindow | None = None
+
+    def _jit_functions(self) -> None:
+        self._reset_fn = jax.jit(F.reset, static_argnums=1)
+        self._step_fn = jax.jit(F.env_step, static_argnums=2)
 
     def _out(self, array: jax.Array) -> Any:
         return np.array(array) if self.array_type == "numpy" else array
@@ -171,7 +174,13 @@ class DoorsJaxEnv(gym.Env):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_window"] = None
+        # Jitted functions do not pickle; __setstate__ jits them again.
+        del state["_reset_fn"], state["_step_fn"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._jit_functions()
 
 
 def _vector_step(

@@ -1,0 +1,33 @@
+# Fresh-machine set-up and the two jobs of the README.
+#   make main   set up .venv, render an oracle episode to out/episode.mp4, print the throughput table
+#   make test   set up .venv, run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# torch first, pinned: the CPU build is what this machine serves; an unpinned
+# torch (or a range pulled in later) would fetch a multi-GB CUDA build.
+TORCH ?= torch==2.13.0
+EXTRAS ?= test,bench
+
+.PHONY: main test setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+main: $(STAMP)
+	$(BIN)/doors-gym render --policy oracle --episodes 3 --out out/episode.mp4
+	$(BIN)/python benchmarks/throughput.py --quick
+
+test: $(STAMP)
+	SDL_VIDEODRIVER=dummy SDL_AUDIODRIVER=dummy $(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) out build dist *.egg-info

@@ -1,0 +1,302 @@
+"""The study's Figure 10, re-run: env-steps/s against the number of envs, for every way to step Doors.
+
+Run from the repository root (``pip install -e .[bench]``; ``navix`` and
+``gymnax`` are timed too when installed)::
+
+    python benchmarks/figure10.py             # a few minutes
+    python benchmarks/figure10.py --quick     # about a minute
+
+Timed in one process, one after the other, with random actions:
+
+- ``Doors-v0`` through ``SyncVectorEnv`` and ``AsyncVectorEnv`` (async up to 16
+  envs: one process per env on a 2-core machine), and the native NumPy vector env;
+- ``DoorsJax-v0`` through ``gym.make_vec`` stepped from a Python loop;
+- the pure JAX API in ``jit(lax.scan(vmap(step)))``, observation built every
+  step, once with a key split per env per step (the plain way) and once with
+  one start draw per batch (``step_from_draw``);
+- NAVIX ``Navix-Empty-16x16-v0`` and gymnax ``FourRooms-misc`` in the same
+  ``jit(scan(vmap(step)))`` loop, as anchors.
+
+Writes ``figure10.md``, ``figure10.csv`` and ``figure10.png`` (log axes) to
+``--out-dir``. Compile time is reported apart and not counted in the rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import pathlib
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import doors_gym  # noqa: E402,F401
+from _timing import Measurement, human_rate, machine_line, markdown_table, time_calls  # noqa: E402
+
+SIZES = (1, 4, 16, 64, 256, 1024, 4096)
+QUICK_SIZES = (1, 16, 256, 1024, 4096)
+MAX_ASYNC = 16
+SCAN_ENV_STEPS = 400_000
+"""Env steps per compiled scan call (``num_steps = SCAN_ENV_STEPS // num_envs``, at least 64)."""
+
+
+def gym_vector(env: gym.vector.VectorEnv, seconds: float) -> tuple[int, float]:
+    """Env steps and seconds of a Python loop over ``env.step`` with random actions."""
+    actions = np.random.default_rng(0).integers(0, 5, (64, env.num_envs))
+    env.reset(seed=0)
+    env.step(actions[0])  # compile / warm up
+
+    def run(index: int) -> None:
+        env.step(actions[index % 64])
+
+    if env.metadata.get("jax"):
+        import jax
+
+        def run(index: int) -> None:  # noqa: F811  (wait for the device at the end of each call)
+            jax.block_until_ready(env.step(actions[index % 64])[0])
+
+    calls, elapsed = time_calls(run, 1, seconds)
+    env.close()
+    return calls * env.num_envs, elapsed
+
+
+def scan_runner(name: str, num_envs: int) -> tuple[Callable[[Any], Any], Any, int]:
+    """A jitted ``scan(vmap(step))`` for one configuration: ``(run(key) -> carry, key, num_steps)``."""
+    import jax
+    import jax.numpy as jnp
+
+    from doors_gym.jax import functional as F
+
+    num_steps = max(64, SCAN_ENV_STEPS // num_envs)
+    params = F.DEFAULT_PARAMS
+
+    if name == "pure API scan(vmap(step)), key per env":
+
+        def run(key: Any) -> Any:
+            obs, state = jax.vmap(F.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+
+            def body(carry: Any, _: None) -> tuple[Any, None]:
+                obs, state, key = carry
+                key, action_key, step_key = jax.random.split(key, 3)
+                actions = jax.random.randint(action_key, (num_envs,), 0, 5)
+                obs, state, *_ = jax.vmap(F.step, in_axes=(0, 0, 0, None))(
+                    jax.random.split(step_key, num_envs), state, actions, params
+                )
+                return (obs, state, key), None
+
+            return jax.lax.scan(body, (obs, state, key), None, length=num_steps)[0]
+
+    elif name == "pure API scan(vmap(step_from_draw)), one draw per batch":
+
+        def run(key: Any) -> Any:
+            obs, state = jax.vmap(F.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+
+            def body(carry: Any, _: None) -> tuple[Any, None]:
+                obs, state, key = carry
+                key, action_key, start_key = jax.random.split(key, 3)
+                actions = jax.random.randint(action_key, (num_envs,), 0, 5)
+                starts = F.draw_starts(start_key, (num_envs,), params)
+                obs, state, *_ = jax.vmap(F.step_from_draw, in_axes=(0, 0, 0, None))(starts, state, actions, params)
+                return (obs, state, key), None
+
+            return jax.lax.scan(body, (obs, state, key), None, length=num_steps)[0]
+
+    elif name == "NAVIX Empty-16x16 scan(vmap(step))":
+        import navix
+
+        env = navix.make("Navix-Empty-16x16-v0")
+        num_actions = len(env.action_set)
+
+        def run(key: Any) -> Any:
+            timestep = jax.vmap(env.reset)(jax.random.split(key, num_envs))
+
+            def body(carry: Any, _: None) -> tuple[Any, None]:
+                timestep, key = carry
+                key, action_key = jax.random.split(key)
+                actions = jax.random.randint(action_key, (num_envs,), 0, num_actions)
+                return (jax.vmap(env.step)(timestep, actions), key), None
+
+            return jax.lax.scan(body, (timestep, key), None, length=num_steps)[0]
+
+    elif name == "gymnax FourRooms scan(vmap(step))":
+        import gymnax
+
+        env, env_params = gymnax.make("FourRooms-misc")
+        num_actions = env.num_actions
+
+        def run(key: Any) -> Any:
+            obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), env_params)
+
+            def body(carry: Any, _: None) -> tuple[Any, None]:
+                obs, state, key = carry
+                key, action_key, step_key = jax.random.split(key, 3)
+                actions = jax.random.randint(action_key, (num_envs,), 0, num_actions)
+                obs, state, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                    jax.random.split(step_key, num_envs), state, actions, env_params
+                )
+                return (obs, state, key), None
+
+            return jax.lax.scan(body, (obs, state, key), None, length=num_steps)[0]
+
+    else:
+        raise ValueError(f"unknown scan configuration {name!r}")
+    del jnp
+    return jax.jit(run), jax.random.key(0), num_steps
+
+
+def scan_measure(name: str, num_envs: int, seconds: float) -> tuple[int, float, float]:
+    """``(env_steps, seconds, compile_seconds)`` of one scan configuration."""
+    import jax
+
+    run, key, num_steps = scan_runner(name, num_envs)
+    start = time.perf_counter()
+    jax.block_until_ready(run(key))
+    compile_seconds = time.perf_counter() - start
+    keys = jax.random.split(jax.random.key(1), 1024)
+
+    def call(index: int) -> None:
+        jax.block_until_ready(run(keys[index % 1024]))
+
+    calls, elapsed = time_calls(call, 1, seconds)
+    return calls * num_steps * num_envs, elapsed, compile_seconds
+
+
+def available(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES} and 0.3 s per point")
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per point (default 1.0, 0.3 with --quick)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help=f"numbers of envs (default {SIZES})")
+    parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path("benchmarks/results"), help="where to write the table and plot")
+    parser.add_argument("--no-anchors", action="store_true", help="skip NAVIX and gymnax even if installed")
+    args = parser.parse_args(argv)
+    sizes = tuple(args.sizes or (QUICK_SIZES if args.quick else SIZES))
+    if any(size < 1 for size in sizes):
+        parser.error(f"--sizes {list(sizes)} is invalid: every size must be >= 1")
+    seconds = args.seconds if args.seconds is not None else (0.3 if args.quick else 1.0)
+    if seconds <= 0:
+        parser.error(f"--seconds {seconds} is out of range: expected > 0")
+    if not available("jax"):
+        parser.error("JAX is not installed: pip install -e .[jax]")
+
+    scan_names = ["pure API scan(vmap(step)), key per env", "pure API scan(vmap(step_from_draw)), one draw per batch"]
+    if not args.no_anchors and available("navix"):
+        scan_names.append("NAVIX Empty-16x16 scan(vmap(step))")
+    if not args.no_anchors and available("gymnax"):
+        scan_names.append("gymnax FourRooms scan(vmap(step))")
+
+    results: list[Measurement] = []
+    compile_seconds: dict[tuple[str, int], float] = {}
+    for num_envs in sizes:
+        gym_configs: list[tuple[str, Callable[[], gym.vector.VectorEnv]]] = [
+            ("Doors-v0 sync", lambda: gym.make_vec("Doors-v0", num_envs, vectorization_mode="sync")),
+            ("Doors-v0 native NumPy vector", lambda: gym.make_vec("Doors-v0", num_envs)),
+            ("DoorsJax-v0 make_vec, Python loop", lambda: gym.make_vec("DoorsJax-v0", num_envs)),
+        ]
+        if num_envs <= MAX_ASYNC:
+            gym_configs.insert(1, ("Doors-v0 async", lambda: gym.make_vec("Doors-v0", num_envs, vectorization_mode="async")))
+        for name, make in gym_configs:
+            steps, elapsed = gym_vector(make(), seconds)
+            results.append(Measurement(name, num_envs, steps, elapsed))
+            print(f"{name:58s} N={num_envs:5d} {human_rate(steps / elapsed):>8s} env-steps/s", flush=True)
+        for name in scan_names:
+            steps, elapsed, compiled = scan_measure(name, num_envs, seconds)
+            compile_seconds[(name, num_envs)] = compiled
+            results.append(Measurement(name, num_envs, steps, elapsed))
+            print(f"{name:58s} N={num_envs:5d} {human_rate(steps / elapsed):>8s} env-steps/s (compile {compiled:.1f} s)", flush=True)
+
+    names = list(dict.fromkeys(m.name for m in results))
+    rate = {(m.name, m.num_envs): m.steps_per_second for m in results}
+    headers = ["method"] + [f"N={n}" for n in sizes]
+    table_rows = [[name] + [human_rate(rate[(name, n)]) if (name, n) in rate else "-" for n in sizes] for name in names]
+    wall_rows = [
+        [name] + [f"{1000 * n / rate[(name, n)]:.3g}" if (name, n) in rate else "-" for n in sizes] for name in names
+    ]
+    lines = [
+        f"# Figure 10 re-run ({machine_line()})",
+        "",
+        "Env-steps per second (all envs together), random actions:",
+        "",
+        markdown_table(headers, table_rows),
+        "",
+        "Wall time in seconds for 1,000 vector steps (from the measured rate):",
+        "",
+        markdown_table(headers, wall_rows),
+        "",
+    ]
+    largest = max(sizes)
+    best_scan = "pure API scan(vmap(step)), key per env"
+    checks = []
+    if (best_scan, largest) in rate:
+        ours = rate[(best_scan, largest)]
+        tuned = rate[("pure API scan(vmap(step_from_draw)), one draw per batch", largest)]
+        checks.append(f"scan(vmap(step)) at {largest} envs: {human_rate(ours)} env-steps/s (target >= 10M at 4096: {'met' if ours >= 1e7 else 'MISSED'}); "
+                      f"with one draw per batch: {human_rate(tuned)}")
+        for anchor, target in (("NAVIX Empty-16x16 scan(vmap(step))", 8.0), ("gymnax FourRooms scan(vmap(step))", 2.5)):
+            if (anchor, largest) in rate:
+                ratio = ours / rate[(anchor, largest)]
+                checks.append(f"vs {anchor} at {largest}: {ratio:.1f}x (target >= {target}x: {'met' if ratio >= target else 'MISSED'})")
+    if ("DoorsJax-v0 make_vec, Python loop", 1024) in rate:
+        ratio = rate[("DoorsJax-v0 make_vec, Python loop", 1024)] / rate[("Doors-v0 sync", 1024)]
+        checks.append(f"make_vec DoorsJax-v0 / Doors-v0 sync at 1024: {ratio:.1f}x (target >= 10x: {'met' if ratio >= 10 else 'MISSED'})")
+    lines += [f"- {check}" for check in checks]
+    lines += ["", "Compile times (s): " + ", ".join(f"{name} N={n}: {s:.1f}" for (name, n), s in compile_seconds.items())]
+    report = "\n".join(lines)
+    print()
+    print(report)
+
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "figure10.md").write_text(report + "\n")
+    with open(args.out_dir / "figure10.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["method", "num_envs", "env_steps", "seconds", "env_steps_per_second"])
+        for m in results:
+            writer.writerow([m.name, m.num_envs, m.env_steps, f"{m.seconds:.4f}", f"{m.steps_per_second:.1f}"])
+    plot(results, args.out_dir / "figure10.png")
+    print(f"\nwrote {args.out_dir / 'figure10.md'}, figure10.csv and figure10.png")
+    return 0
+
+
+def plot(results: list[Measurement], path: pathlib.Path) -> None:
+    """Two log-log panels: env-steps/s and time for 1,000 vector steps against the number of envs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+    for name in dict.fromkeys(m.name for m in results):
+        points = sorted((m.num_envs, m.steps_per_second) for m in results if m.name == name)
+        sizes = [n for n, _ in points]
+        rates = [r for _, r in points]
+        style = "--" if name.startswith(("NAVIX", "gymnax")) else "-"
+        left.plot(sizes, rates, style, marker="o", label=name)
+        right.plot(sizes, [1000 * n / r for n, r in points], style, marker="o", label=name)
+    for axis, label in ((left, "env-steps per second"), (right, "seconds per 1,000 vector steps")):
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xlabel("number of envs")
+        axis.set_ylabel(label)
+        axis.grid(True, which="both", alpha=0.3)
+    left.legend(fontsize=7)
+    figure.suptitle(f"Doors: vectorisation methods ({machine_line()})", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

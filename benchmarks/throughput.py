@@ -1,0 +1,156 @@
+"""Steps per second of ``Doors-v0``: single env, wrapped env and vector envs, side by side.
+
+Run from the repository root::
+
+    python benchmarks/throughput.py            # about a minute
+    python benchmarks/throughput.py --quick    # about 20 seconds
+
+Random actions throughout; an env that ends is reset inside the timed loop.
+When ``minigrid`` is installed (``pip install -e .[bench]``) its
+``MiniGrid-Empty-16x16-v0`` is timed in the same run as the ratio reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from collections.abc import Callable
+
+import gymnasium as gym
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import doors_gym  # noqa: E402,F401  (registers the ids)
+from _timing import Measurement, human_rate, machine_line, markdown_table, time_calls  # noqa: E402
+from doors_gym.envs.doors import DoorsEnv  # noqa: E402
+
+ACTIONS_PER_ROUND = 5_000
+VECTOR_SIZES = (1, 8, 128, 4096)
+ASYNC_SIZES = (1, 8, 32)
+TARGETS = (
+    ("unwrapped Doors-v0 / Minigrid", 40.0),
+    ('gym.make("Doors-v0") / Minigrid', 15.0),
+    ("native vector @128 / sync @128", 30.0),
+)
+
+
+def single_env_loop(env: gym.Env, num_actions: int, seed: int) -> Callable[[int], None]:
+    """A round of ``ACTIONS_PER_ROUND`` random steps, resetting on episode ends."""
+    actions = np.random.default_rng(seed).integers(0, num_actions, ACTIONS_PER_ROUND).tolist()
+    env.reset(seed=seed)
+
+    def run(_: int) -> None:
+        step, reset = env.step, env.reset
+        for action in actions:
+            _, _, terminated, truncated, _ = step(action)
+            if terminated or truncated:
+                reset()
+
+    return run
+
+
+def vector_loop(env: gym.vector.VectorEnv, rounds_of_actions: int, seed: int) -> Callable[[int], None]:
+    """A round of one vector step with pre-drawn random actions."""
+    actions = np.random.default_rng(seed).integers(0, 5, (rounds_of_actions, env.num_envs))
+    env.reset(seed=seed)
+
+    def run(index: int) -> None:
+        env.step(actions[index % rounds_of_actions])
+
+    return run
+
+
+def measure_single(name: str, env: gym.Env, num_actions: int, seconds: float) -> Measurement:
+    run = single_env_loop(env, num_actions, seed=0)
+    run(0)  # warm-up
+    calls, elapsed = time_calls(run, ACTIONS_PER_ROUND, seconds)
+    env.close()
+    return Measurement(name, 1, calls, elapsed)
+
+
+def measure_vector(name: str, env: gym.vector.VectorEnv, seconds: float) -> Measurement:
+    run = vector_loop(env, 64, seed=0)
+    run(0)
+    calls, elapsed = time_calls(run, 1, seconds)
+    env.close()
+    return Measurement(name, env.num_envs, calls * env.num_envs, elapsed)
+
+
+def run_all(seconds: float, with_minigrid: bool) -> list[Measurement]:
+    """Every configuration, one after the other in this process."""
+    results = []
+    if with_minigrid:
+        import minigrid  # noqa: F401
+
+        results.append(measure_single("Minigrid Empty-16x16 (gym.make)", gym.make("MiniGrid-Empty-16x16-v0"), 3, seconds))
+    results.append(measure_single("Doors-v0 unwrapped", DoorsEnv(max_episode_steps=60), 5, seconds))
+    results.append(measure_single('gym.make("Doors-v0")', gym.make("Doors-v0"), 5, seconds))
+    for num_envs in VECTOR_SIZES:
+        results.append(measure_vector("make_vec native", gym.make_vec("Doors-v0", num_envs), seconds))
+    for num_envs in VECTOR_SIZES:
+        results.append(measure_vector("make_vec sync", gym.make_vec("Doors-v0", num_envs, vectorization_mode="sync"), seconds))
+    for num_envs in ASYNC_SIZES:
+        results.append(measure_vector("make_vec async", gym.make_vec("Doors-v0", num_envs, vectorization_mode="async"), seconds))
+    return results
+
+
+def ratios(results: list[Measurement]) -> dict[str, float]:
+    """The ratios the issue's targets are stated in (Minigrid ones only when it ran)."""
+    by_key = {(m.name, m.num_envs): m.steps_per_second for m in results}
+    out = {
+        "native vector @128 / sync @128": by_key[("make_vec native", 128)] / by_key[("make_vec sync", 128)],
+        "native vector @4096 (env-steps/s)": by_key[("make_vec native", 4096)],
+    }
+    minigrid = by_key.get(("Minigrid Empty-16x16 (gym.make)", 1))
+    if minigrid:
+        out["unwrapped Doors-v0 / Minigrid"] = by_key[("Doors-v0 unwrapped", 1)] / minigrid
+        out['gym.make("Doors-v0") / Minigrid'] = by_key[('gym.make("Doors-v0")', 1)] / minigrid
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="0.4 s per configuration instead of 2 s")
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per configuration (overrides --quick)")
+    parser.add_argument("--no-minigrid", action="store_true", help="skip the Minigrid reference even if installed")
+    parser.add_argument("--json", type=pathlib.Path, default=None, help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    seconds = args.seconds if args.seconds is not None else (0.4 if args.quick else 2.0)
+    if seconds <= 0:
+        parser.error(f"--seconds {seconds} is out of range: expected > 0")
+
+    try:
+        import minigrid  # noqa: F401
+
+        with_minigrid = not args.no_minigrid
+    except ImportError:
+        with_minigrid = False
+    results = run_all(seconds, with_minigrid)
+    reference = results[0].steps_per_second if with_minigrid else None
+    rows = [
+        [m.name, m.num_envs, human_rate(m.steps_per_second)] + ([f"{m.steps_per_second / reference:.1f}x"] if reference else [])
+        for m in results
+    ]
+    headers = ["configuration", "envs", "env-steps/s"] + (["vs Minigrid"] if reference else [])
+    print(f"Doors-v0 throughput, random actions ({machine_line()})\n")
+    print(markdown_table(headers, rows))
+    print()
+    found = ratios(results)
+    for name, target in TARGETS:
+        if name in found:
+            verdict = "met" if found[name] >= target else "MISSED"
+            print(f"{name}: {found[name]:.1f}x (target >= {target:.0f}x: {verdict})")
+    rate_4096 = found["native vector @4096 (env-steps/s)"]
+    print(f"native vector @4096: {human_rate(rate_4096)} env-steps/s (target >= 5M: {'met' if rate_4096 >= 5e6 else 'MISSED'})")
+    if not with_minigrid:
+        print("(minigrid not installed: install the bench extra for the Minigrid ratios)")
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine_line(), "results": [vars(m) for m in results], "ratios": found}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Shared test set-up: headless SDL before pygame can load, and reference rules written from SPEC.md."""
+
+import math
+import os
+import types
+
+os.environ["SDL_VIDEODRIVER"] = "dummy"
+os.environ["SDL_AUDIODRIVER"] = "dummy"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import doors_gym  # noqa: E402, F401  (registers the ids)
+from doors_gym.core import DoorsParams  # noqa: E402
+
+MOVES = {0: (0, 0), 1: (0, 1), 2: (1, 0), 3: (0, -1), 4: (-1, 0)}
+"""SPEC.md's action table, written out independently of ``doors_gym.core``."""
+
+
+def reference_move(params: DoorsParams, row: int, col: int, action: int) -> tuple[int, int]:
+    """SPEC.md's move rule in plain Python: clip to the grid, stay if the target is a wall."""
+    d_row, d_col = MOVES[action]
+    target_row = min(max(row + d_row, 0), params.height - 1)
+    target_col = min(max(col + d_col, 0), params.width - 1)
+    if target_row == params.height // 2 and target_col not in params.door_cols:
+        return row, col
+    return target_row, target_col
+
+
+def reference_distance(row: int, col: int, goal_row: int, goal_col: int) -> np.float32:
+    """SPEC.md's float32 Euclidean distance, computed with ``math.hypot``."""
+    return np.float32(math.hypot(goal_row - row, goal_col - col))
+
+
+def reference_reward(before: tuple[int, int], after: tuple[int, int], goal: tuple[int, int]) -> np.float32:
+    """``|goal - before| - |goal - after|`` in float32 arithmetic."""
+    return np.float32(reference_distance(*before, *goal) - reference_distance(*after, *goal))
+
+
+def reference_path_lengths(params: DoorsParams, goal: tuple[int, int]) -> dict[tuple[int, int], int]:
+    """Breadth-first search over the reference moves: fewest steps from every reachable cell to ``goal``."""
+    cells = [(row, col) for row in range(params.height) for col in range(params.width)]
+    open_cells = [cell for cell in cells if not (cell[0] == params.height // 2 and cell[1] not in params.door_cols)]
+    predecessors: dict[tuple[int, int], list[tuple[int, int]]] = {cell: [] for cell in open_cells}
+    for cell in open_cells:
+        for action in MOVES:
+            target = reference_move(params, *cell, action)
+            if target != cell:
+                predecessors[target].append(cell)
+    lengths = {goal: 0}
+    frontier = [goal]
+    while frontier:
+        next_frontier = []
+        for cell in frontier:
+            for previous in predecessors[cell]:
+                if previous not in lengths:
+                    lengths[previous] = lengths[cell] + 1
+                    next_frontier.append(previous)
+        frontier = next_frontier
+    return lengths
+
+
+@pytest.fixture(scope="session")
+def reference() -> types.SimpleNamespace:
+    """The reference rules above, for tests to compare the package against."""
+    return types.SimpleNamespace(
+        move=reference_move,
+        distance=reference_distance,
+        reward=reference_reward,
+        path_lengths=reference_path_lengths,
+    )

@@ -1,0 +1,165 @@
+"""The shortest-path oracle: its figures on the default layout and its paths against an independent search."""
+
+import math
+
+import numpy as np
+import pytest
+
+from doors_gym.core import AGENT, GOAL, STAY, DoorsParams
+from doors_gym.envs.doors import DoorsEnv
+from doors_gym.oracle import UNREACHABLE, OraclePolicy, evaluate_oracle, greedy_actions, path_lengths
+
+
+@pytest.fixture(scope="module")
+def default_figures():
+    return evaluate_oracle()
+
+
+def test_default_layout_figures_match_the_spec(default_figures):
+    assert default_figures.success_rate == 1.0
+    assert abs(default_figures.mean_step_reward - 0.776) < 5e-4
+    assert round(default_figures.mean_step_reward, 3) == 0.776
+    assert default_figures.longest_path == 28
+    assert default_figures.returns.shape == default_figures.lengths.shape == default_figures.success.shape == (15, 15)
+
+
+def test_default_layout_lengths_are_shortest_paths_and_returns_telescope(default_figures, reference):
+    """Every pair takes the fewest steps (independent BFS) and returns its start distance."""
+    params = DoorsParams()
+    shortest = np.zeros((15, 15), dtype=np.int64)
+    for goal_col in range(15):
+        lengths = reference.path_lengths(params, (0, goal_col))
+        for agent_col in range(15):
+            shortest[agent_col, goal_col] = lengths[(14, agent_col)]
+            assert default_figures.returns[agent_col, goal_col] == pytest.approx(math.hypot(14, agent_col - goal_col), abs=1e-4)
+    np.testing.assert_array_equal(default_figures.lengths, shortest)
+    assert default_figures.longest_path == shortest.max()
+
+
+def test_mean_step_reward_is_total_return_over_total_steps(default_figures):
+    expected_returns = np.array([[math.hypot(14, a - g) for g in range(15)] for a in range(15)])
+    expected = expected_returns.sum() / default_figures.lengths.sum()
+    assert default_figures.mean_step_reward == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        DoorsParams(grid_size=(9, 21), n_doors=4),
+        DoorsParams(grid_size=(7, 11), door_cols=(10,)),
+        DoorsParams(grid_size=(3, 1), n_doors=1),
+        DoorsParams(grid_size=(12, 6), door_cols=(2, 3)),
+    ],
+    ids=["9x21-4-doors", "7x11-last-column", "3x1", "12x6-adjacent-doors"],
+)
+def test_oracle_always_succeeds_on_other_layouts(params, reference):
+    figures = evaluate_oracle(params)
+    assert figures.success_rate == 1.0
+    assert figures.success.all()
+    for goal_col in range(params.width):
+        shortest = reference.path_lengths(params, (0, goal_col))
+        for agent_col in range(params.width):
+            assert figures.lengths[agent_col, goal_col] == shortest[(params.height - 1, agent_col)]
+    assert figures.longest_path <= params.max_episode_steps
+
+
+def test_oracle_fails_when_the_limit_is_shorter_than_the_path():
+    figures = evaluate_oracle(DoorsParams(), max_episode_steps=14)
+    # From the bottom row the goal is at least 14 rows away: only straight paths up a door column fit.
+    expected = np.zeros((15, 15), dtype=bool)
+    for door in (0, 5, 10):
+        expected[door, door] = True
+    np.testing.assert_array_equal(figures.success, expected)
+    assert figures.success_rate == pytest.approx(3 / 225)
+
+
+@pytest.mark.parametrize("params", [DoorsParams(), DoorsParams(grid_size=(9, 21), n_doors=4)], ids=["default", "9x21"])
+def test_path_lengths_against_breadth_first_search(params, reference):
+    for goal in [(0, 0), (0, params.width - 1), (params.height - 1, 3), (params.wall_row, params.door_cols[-1])]:
+        goal_cell = goal[0] * params.width + goal[1]
+        lengths = path_lengths(params, goal_cell)
+        assert lengths.dtype == np.int32
+        assert lengths.shape == (params.num_cells,)
+        assert lengths[goal_cell] == 0
+        expected = reference.path_lengths(params, goal)
+        for row in range(params.height):
+            for col in range(params.width):
+                cell = row * params.width + col
+                if row == params.wall_row and col not in params.door_cols:
+                    assert lengths[cell] == UNREACHABLE
+                else:
+                    assert lengths[cell] == expected[(row, col)]
+
+
+def test_greedy_actions_shorten_the_path_and_prefer_larger_rewards(reference):
+    params = DoorsParams()
+    goal = (0, 7)
+    goal_cell = goal[1]
+    actions = greedy_actions(params, goal_cell)
+    lengths = reference.path_lengths(params, goal)
+    assert actions[goal_cell] == STAY
+    for (row, col), length in lengths.items():
+        if (row, col) == goal:
+            continue
+        action = int(actions[row * params.width + col])
+        after = reference.move(params, row, col, action)
+        assert lengths[after] == length - 1
+        best = max(
+            reference.reward((row, col), reference.move(params, row, col, a), goal)
+            for a in range(5)
+            if lengths.get(reference.move(params, row, col, a)) == length - 1
+        )
+        assert reference.reward((row, col), after, goal) == best
+
+
+def test_oracle_policy_on_single_observations_and_batches():
+    params = DoorsParams()
+    policy = OraclePolicy(params)
+    env = DoorsEnv()
+    single_observations = []
+    single_actions = []
+    for seed in range(6):
+        obs, _ = env.reset(seed=seed)
+        action = policy(obs)
+        assert isinstance(action, int)
+        assert 0 <= action < 5
+        single_observations.append(obs)
+        single_actions.append(action)
+    batch = np.stack(single_observations)
+    batch_actions = policy(batch)
+    assert isinstance(batch_actions, np.ndarray)
+    assert batch_actions.shape == (6,)
+    np.testing.assert_array_equal(batch_actions, single_actions)
+    nested = policy(batch.reshape(2, 3, -1))
+    assert nested.shape == (2, 3)
+    np.testing.assert_array_equal(nested.reshape(-1), single_actions)
+
+
+def test_oracle_policy_reaches_every_goal_in_the_fewest_steps(reference):
+    params = DoorsParams()
+    policy = OraclePolicy(params)
+    env = DoorsEnv(max_episode_steps=60)
+    for seed in range(20):
+        obs, _ = env.reset(seed=seed)
+        grid = obs.reshape(15, 15)
+        agent = tuple(np.argwhere(grid == AGENT)[0])
+        goal = tuple(np.argwhere(grid == GOAL)[0])
+        steps = 0
+        terminated = truncated = False
+        while not (terminated or truncated):
+            obs, _, terminated, truncated, _ = env.step(policy(obs))
+            steps += 1
+        assert terminated
+        assert steps == reference.path_lengths(params, goal)[agent]
+
+
+def test_oracle_policy_stays_when_no_goal_is_visible_and_rejects_wrong_shapes():
+    params = DoorsParams()
+    policy = OraclePolicy(params)
+    env = DoorsEnv()
+    env.reset(options={"agent_pos": (1, 3), "goal_pos": (0, 3)})
+    obs, _, terminated, _, _ = env.step(4)
+    assert terminated
+    assert policy(obs) == STAY
+    with pytest.raises(ValueError, match="225"):
+        policy(np.zeros(100, dtype=np.int8))
