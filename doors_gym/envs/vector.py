@@ -34,7 +34,8 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
       env terminates or truncates resets it and returns its first observation
       with reward 0 and both flags False;
     - truncation after ``max_episode_steps`` steps (60 through ``make_vec``);
-    - ``info["distance"]`` (float32) with its ``info["_distance"]`` mask;
+    - ``info["distance"]`` (float32) with its ``info["_distance"]`` mask (after a
+      masked reset, only the reset envs are marked);
     - ``reset(options={"reset_mask": mask})`` resets only the masked envs.
 
     Only drawing the start columns of the envs that reset loops in Python (one
@@ -131,7 +132,8 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
                 self._generators[index], _ = seeding.np_random(seeds[index])
         self._reset_envs(np.flatnonzero(mask))
         self._has_reset = True
-        return self._obs.copy(), self._info()
+        # As SyncVectorEnv: info covers only the envs that were reset.
+        return self._obs.copy(), {"distance": np.where(mask, self._distance, 0).astype(core.REWARD_DTYPE), "_distance": mask.copy()}
 
     def _reset_envs(self, indices: np.ndarray) -> None:
         """Draws new starts for ``indices`` (one generator call per env, as the single env does)."""

@@ -272,12 +272,25 @@ class DoorsJaxVectorEnv(gym.vector.VectorEnv):
         self.validate_actions = validate_actions
         self.render_mode = render_mode
         self.render_state = self.func_env.render_init(self.params, cell_pixels=cell_pixels, colors=colors)
-        self._step_fn = jax.jit(_vector_step, static_argnums=4)
-        self._reset_fn = jax.jit(_vector_reset, static_argnums=4)
+        self._jit_functions()
         self._key: jax.Array | None = None
         self._state: DoorsState | None = None
         self._obs: jax.Array | None = None
         self._needs_reset = jnp.zeros(self.num_envs, dtype=bool)
+
+    def _jit_functions(self) -> None:
+        self._step_fn = jax.jit(_vector_step, static_argnums=4)
+        self._reset_fn = jax.jit(_vector_reset, static_argnums=4)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        # Jitted functions do not pickle; __setstate__ jits them again.
+        del state["_reset_fn"], state["_step_fn"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._jit_functions()
 
     def _out(self, array: jax.Array) -> Any:
         return np.asarray(array) if self.array_type == "numpy" else array
@@ -315,7 +328,9 @@ class DoorsJaxVectorEnv(gym.vector.VectorEnv):
             self._key, state, self._needs_reset, jnp.asarray(mask), self.params
         )
         self._state, self._obs, self._needs_reset = state, obs, needs_reset
-        return self._out(obs), self._info(distance)
+        # As SyncVectorEnv: info covers only the envs that were reset.
+        distance = np.where(mask, np.asarray(distance), 0).astype(core.REWARD_DTYPE)
+        return self._out(obs), {"distance": self._out(jnp.asarray(distance)), "_distance": mask.copy()}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Steps every env; an env that ended on the previous step is reset instead."""

@@ -31,7 +31,8 @@ def test_default_layout_lengths_are_shortest_paths_and_returns_telescope(default
         lengths = reference.path_lengths(params, (0, goal_col))
         for agent_col in range(15):
             shortest[agent_col, goal_col] = lengths[(14, agent_col)]
-            assert default_figures.returns[agent_col, goal_col] == pytest.approx(math.hypot(14, agent_col - goal_col), abs=1e-4)
+            start_distance = math.hypot(14, agent_col - goal_col)
+            assert default_figures.returns[agent_col, goal_col] == pytest.approx(start_distance, abs=1e-4)
     np.testing.assert_array_equal(default_figures.lengths, shortest)
     assert default_figures.longest_path == shortest.max()
 

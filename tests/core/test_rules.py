@@ -133,7 +133,13 @@ def test_core_termination_and_observation_when_the_agent_is_on_the_goal():
 
 @pytest.mark.parametrize(
     ("agent", "goal", "action"),
-    [((14, 0), (0, 14), RIGHT), ((14, 14), (0, 0), UP), ((8, 5), (0, 4), UP), ((3, 1), (0, 13), LEFT), ((12, 9), (5, 2), DOWN)],
+    [
+        ((14, 0), (0, 14), RIGHT),
+        ((14, 14), (0, 0), UP),
+        ((8, 5), (0, 4), UP),
+        ((3, 1), (0, 13), LEFT),
+        ((12, 9), (5, 2), DOWN),
+    ],
 )
 def test_reward_is_the_float32_difference_of_distances(agent, goal, action, reference):
     params = DoorsParams()
@@ -227,7 +233,8 @@ def test_layout_door_columns_and_wall_row(kwargs, door_cols, wall_row):
     obs, _ = env.reset(seed=0)
     grid = obs.reshape(height, width)
     np.testing.assert_array_equal(grid[wall_row], expected[wall_row])
-    assert (env.params.grid_size, env.params.door_cols, env.params.n_doors) == (params.grid_size, door_cols, len(door_cols))
+    assert env.params.grid_size == params.grid_size
+    assert env.params.door_cols == door_cols and env.params.n_doors == len(door_cols)
     assert env.params.max_episode_steps is None
 
 

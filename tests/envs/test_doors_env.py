@@ -19,9 +19,13 @@ from doors_gym.envs.doors import DoorsEnv
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess:
-    """Runs ``code`` in a fresh interpreter (cwd outside the repository's test folder)."""
+    """Runs ``code`` in a fresh interpreter, with the warnings filters of a plain start."""
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONWARNINGS": ""}
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": ""},
     )
 
 
@@ -263,7 +267,9 @@ def test_numpy_integer_actions_are_accepted(action):
     assert result[0].reshape(15, 15)[14, 4] == AGENT
 
 
-@pytest.mark.parametrize("make", [DoorsEnv, lambda **kwargs: gym.make("Doors-v0", **kwargs)], ids=["unwrapped", "gym.make"])
+@pytest.mark.parametrize(
+    "make", [DoorsEnv, lambda **kwargs: gym.make("Doors-v0", **kwargs)], ids=["unwrapped", "gym.make"]
+)
 def test_bad_render_mode_raises_value_error(make):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # gym.make warns about the unknown mode before the env raises

@@ -138,8 +138,9 @@ def test_rgb_array_rendering_never_opens_a_window():
     for _ in range(3):
         env.step(0)
         env.render()
-    env.close()
+    assert env.unwrapped._window is None
     assert not pygame.display.get_init() or pygame.display.get_surface() is None
+    env.close()
 
 
 def test_record_video_writes_an_mp4(tmp_path):

@@ -104,9 +104,7 @@ def test_vmap_shapes_and_dtypes():
     for field in (*state, *info["final_state"]):
         assert field.shape == (num_envs,) and field.dtype == jnp.int32
 
-    obs, state, reward, terminated, truncated, info = jax.vmap(F.env_step, in_axes=(0, 0, None))(
-        state, actions, WIDE
-    )
+    obs, state, reward, terminated, truncated, info = jax.vmap(F.env_step, in_axes=(0, 0, None))(state, actions, WIDE)
     assert obs.shape == (num_envs, 189) and obs.dtype == jnp.int8
     assert reward.dtype == jnp.float32 and terminated.dtype == jnp.bool_ and truncated.dtype == jnp.bool_
 
@@ -133,7 +131,9 @@ def test_params_as_jit_argument():
 def test_step_autoresets_in_the_same_step(jitted):
     params = DEFAULT
     state = make_state(1, 4, 0, 4, time=5)
-    obs, new_state, reward, terminated, truncated, info = jitted["step"](jax.random.key(2), state, jnp.int32(UP), params)
+    obs, new_state, reward, terminated, truncated, info = jitted["step"](
+        jax.random.key(2), state, jnp.int32(UP), params
+    )
     assert bool(terminated) and not bool(truncated)
     assert float(reward) == 1.0  # |(1, 0)| - |(0, 0)|
     assert as_tuple(info["final_state"]) == (0, 4, 0, 4, 6)
@@ -307,7 +307,9 @@ def test_func_env_rejects_unknown_options():
 
 def test_determinism_per_key(jitted):
     for seed in (0, 17):
-        assert_trees_equal(jitted["reset"](jax.random.key(seed), DEFAULT), jitted["reset"](jax.random.key(seed), DEFAULT))
+        assert_trees_equal(
+            jitted["reset"](jax.random.key(seed), DEFAULT), jitted["reset"](jax.random.key(seed), DEFAULT)
+        )
     state = make_state(1, 2, 0, 2, time=3)
     first = jitted["step"](jax.random.key(9), state, jnp.int32(UP), DEFAULT)
     second = jitted["step"](jax.random.key(9), state, jnp.int32(UP), DEFAULT)

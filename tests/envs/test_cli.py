@@ -1,0 +1,141 @@
+"""The ``doors-gym`` command line, run in-process through ``doors_gym.cli.main``."""
+
+import subprocess
+import sys
+
+import pytest
+
+from doors_gym import cli, core, rendering
+
+
+def test_render_oracle_episodes_to_mp4(tmp_path, capsys):
+    out = tmp_path / "videos" / "x.mp4"
+    assert cli.main(["render", "--policy", "oracle", "--episodes", "2", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert out.exists()
+    frame_count = rendering.read_video_frame_count(out)
+    assert frame_count > 10
+    assert printed.count("reached the goal") >= 2
+    assert "episode 0:" in printed and "episode 1:" in printed
+    assert f"wrote {frame_count} frames of 2 episode(s)" in printed
+    assert "(2/2 reached the goal)" in printed
+
+
+def test_render_to_gif_with_a_custom_layout(tmp_path, capsys):
+    out = tmp_path / "x.gif"
+    argv = ["render", "--grid-size", "5", "7", "--n-doors", "2", "--cell-pixels", "4", "--max-episode-steps", "9",
+            "--policy", "random", "--seed", "3", "--out", str(out)]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    frame_count = rendering.read_video_frame_count(out)
+    # One frame per reset plus one per step; at most 9 steps.
+    assert 2 <= frame_count <= 10
+    assert f"wrote {frame_count} frames of 1 episode(s)" in printed
+
+
+def test_render_with_the_jax_env(tmp_path, capsys):
+    pytest.importorskip("jax")
+    out = tmp_path / "jax.mp4"
+    argv = ["render", "--env", "DoorsJax-v0", "--policy", "random", "--max-episode-steps", "8", "--out", str(out)]
+    assert cli.main(argv) == 0
+    assert out.exists()
+    assert rendering.read_video_frame_count(out) >= 2
+    assert "episode 0:" in capsys.readouterr().out
+
+
+def test_oracle_prints_the_spec_figure(capsys):
+    assert cli.main(["oracle"]) == 0
+    printed = capsys.readouterr().out
+    assert "0.776" in printed
+    assert "success 1.000" in printed
+    assert "longest path 28 steps" in printed
+    assert "[0, 5, 10]" in printed
+
+
+def test_oracle_on_another_layout(capsys):
+    assert cli.main(["oracle", "--grid-size", "9", "21", "--n-doors", "4"]) == 0
+    printed = capsys.readouterr().out
+    assert "(9, 21)" in printed and "[0, 5, 10, 15]" in printed
+    assert "success 1.000" in printed
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["oracle", "--n-doors", "0"], "--n-doors"),
+        (["render", "--n-doors", "0", "--out", "{tmp}/x.mp4"], "--n-doors"),
+        (["oracle", "--grid-size", "2", "15"], "--grid-size"),
+        (["render", "--grid-size", "2", "15", "--out", "{tmp}/x.mp4"], "--grid-size"),
+        (["oracle", "--door-cols", "3", "3"], "--door-cols"),
+        (["render", "--out", "{tmp}/x.avi"], "--out"),
+        (["render", "--episodes", "0", "--out", "{tmp}/x.mp4"], "--episodes"),
+        (["render", "--fps", "0", "--out", "{tmp}/x.mp4"], "--fps"),
+        (["oracle", "--max-episode-steps", "0"], "--max-episode-steps"),
+        (["oracle", "--grid-size", "abc", "15"], "--grid-size"),
+        (["render", "--policy", "clever", "--out", "{tmp}/x.mp4"], "--policy"),
+        (["render", "--env", "Doors-v9", "--out", "{tmp}/x.mp4"], "--env"),
+        (["render"], "--out"),
+    ],
+)
+def test_bad_flags_exit_with_code_2_naming_the_flag(tmp_path, capsys, argv, flag):
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert flag in error
+    assert "usage:" in error
+    assert not list(tmp_path.iterdir()), "nothing is written on a bad command line"
+
+
+def test_missing_command_exits_with_code_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([])
+    assert exit_info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["play", "--help"], ["render", "--help"], ["oracle", "--help"]])
+def test_help_exits_0_and_prints_usage(capsys, argv):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("usage: doors-gym")
+    assert "--help" in printed
+    if argv[0] != "--help":
+        assert "--grid-size" in printed and "--n-doors" in printed
+
+
+def test_version_flag(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    import doors_gym
+
+    assert doors_gym.__version__ in capsys.readouterr().out
+
+
+def test_python_dash_m_help_in_a_subprocess():
+    result = subprocess.run(
+        [sys.executable, "-m", "doors_gym", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: doors-gym")
+    for command in ("play", "render", "oracle"):
+        assert command in result.stdout
+
+
+def test_keys_to_action_maps_arrows_wasd_and_space():
+    pygame = pytest.importorskip("pygame")
+    mapping = cli.keys_to_action()
+    expected = {
+        (pygame.K_RIGHT,): core.RIGHT, (pygame.K_d,): core.RIGHT,
+        (pygame.K_DOWN,): core.DOWN, (pygame.K_s,): core.DOWN,
+        (pygame.K_LEFT,): core.LEFT, (pygame.K_a,): core.LEFT,
+        (pygame.K_UP,): core.UP, (pygame.K_w,): core.UP,
+        (pygame.K_SPACE,): core.STAY,
+    }
+    assert mapping == expected
+    assert (core.STAY, core.RIGHT, core.DOWN, core.LEFT, core.UP) == (0, 1, 2, 3, 4)
+    assert sorted(set(mapping.values())) == [0, 1, 2, 3, 4]
