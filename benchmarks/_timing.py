@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+import statistics
 import time
 from collections.abc import Callable, Sequence
 
@@ -12,12 +13,13 @@ import numpy as np
 
 @dataclasses.dataclass
 class Measurement:
-    """One timed configuration: ``env_steps`` environment steps in ``seconds``."""
+    """One timed configuration: a round of ``env_steps`` environment steps took ``seconds`` (median round)."""
 
     name: str
     num_envs: int
     env_steps: int
     seconds: float
+    rounds: int = 1
 
     @property
     def steps_per_second(self) -> float:
@@ -25,22 +27,20 @@ class Measurement:
         return self.env_steps / self.seconds
 
 
-def time_calls(step: Callable[[int], None], calls_per_round: int, min_seconds: float) -> tuple[int, float]:
-    """Runs ``step(round_index)`` rounds until ``min_seconds`` pass; returns ``(calls, seconds)``.
+def time_rounds(step: Callable[[int], None], min_seconds: float, min_rounds: int = 5) -> tuple[float, int]:
+    """Runs ``step(round_index)`` until ``min_seconds`` and ``min_rounds`` are both reached.
 
-    ``step(i)`` must run ``calls_per_round`` calls; rounds keep the clock reads
-    off the hot path.
+    Returns ``(median seconds per round, rounds)``: the median keeps a burst of
+    load from another process on a shared machine out of the figure.
     """
-    calls = 0
-    rounds = 0
-    start = time.perf_counter()
-    while True:
-        step(rounds)
-        rounds += 1
-        calls += calls_per_round
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds:
-            return calls, elapsed
+    durations = []
+    total = 0.0
+    while total < min_seconds or len(durations) < min_rounds:
+        start = time.perf_counter()
+        step(len(durations))
+        durations.append(time.perf_counter() - start)
+        total += durations[-1]
+    return statistics.median(durations), len(durations)
 
 
 def machine_line() -> str:

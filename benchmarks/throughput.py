@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import doors_gym  # noqa: E402,F401  (registers the ids)
-from _timing import Measurement, human_rate, machine_line, markdown_table, time_calls  # noqa: E402
+from _timing import Measurement, human_rate, machine_line, markdown_table, time_rounds  # noqa: E402
 from doors_gym.envs.doors import DoorsEnv  # noqa: E402
 
 ACTIONS_PER_ROUND = 5_000
@@ -52,13 +52,15 @@ def single_env_loop(env: gym.Env, num_actions: int, seed: int) -> Callable[[int]
     return run
 
 
-def vector_loop(env: gym.vector.VectorEnv, rounds_of_actions: int, seed: int) -> Callable[[int], None]:
-    """A round of one vector step with pre-drawn random actions."""
-    actions = np.random.default_rng(seed).integers(0, 5, (rounds_of_actions, env.num_envs))
+def vector_loop(env: gym.vector.VectorEnv, steps_per_round: int, seed: int) -> Callable[[int], None]:
+    """A round of ``steps_per_round`` vector steps with pre-drawn random actions."""
+    actions = np.random.default_rng(seed).integers(0, 5, (steps_per_round, env.num_envs))
     env.reset(seed=seed)
 
-    def run(index: int) -> None:
-        env.step(actions[index % rounds_of_actions])
+    def run(_: int) -> None:
+        step = env.step
+        for row in actions:
+            step(row)
 
     return run
 
@@ -66,17 +68,18 @@ def vector_loop(env: gym.vector.VectorEnv, rounds_of_actions: int, seed: int) ->
 def measure_single(name: str, env: gym.Env, num_actions: int, seconds: float) -> Measurement:
     run = single_env_loop(env, num_actions, seed=0)
     run(0)  # warm-up
-    calls, elapsed = time_calls(run, ACTIONS_PER_ROUND, seconds)
+    seconds_per_round, rounds = time_rounds(run, seconds)
     env.close()
-    return Measurement(name, 1, calls, elapsed)
+    return Measurement(name, 1, ACTIONS_PER_ROUND, seconds_per_round, rounds)
 
 
 def measure_vector(name: str, env: gym.vector.VectorEnv, seconds: float) -> Measurement:
-    run = vector_loop(env, 64, seed=0)
+    steps_per_round = max(1, min(200, 20_000 // env.num_envs))
+    run = vector_loop(env, steps_per_round, seed=0)
     run(0)
-    calls, elapsed = time_calls(run, 1, seconds)
+    seconds_per_round, rounds = time_rounds(run, seconds, min_rounds=3)
     env.close()
-    return Measurement(name, env.num_envs, calls * env.num_envs, elapsed)
+    return Measurement(name, env.num_envs, steps_per_round * env.num_envs, seconds_per_round, rounds)
 
 
 def run_all(seconds: float, with_minigrid: bool) -> list[Measurement]:

@@ -2,8 +2,9 @@
 
 - :class:`DoorsFuncEnv`, a Gymnasium ``FuncEnv``;
 - pure functions for jitted code: :func:`reset`, :func:`step` (same-step
-  autoreset), :func:`env_step` (no autoreset), :func:`checked_step`,
-  :func:`observation`, :func:`rollout`;
+  autoreset), :func:`batch_reset` / :func:`batch_step` (a batch from one key),
+  :func:`env_step` (no autoreset), :func:`checked_step`, :func:`observation`,
+  :func:`rollout`;
 - the Gymnasium shells :class:`DoorsJaxEnv` and :class:`DoorsJaxVectorEnv`.
 
 >>> import jax
@@ -18,6 +19,8 @@
 from doors_gym.core import DoorsParams, DoorsState
 from doors_gym.jax.functional import (
     DoorsFuncEnv,
+    batch_reset,
+    batch_step,
     checked_step,
     env_step,
     initial,
@@ -37,6 +40,8 @@ __all__ = [
     "DoorsJaxVectorEnv",
     "DoorsParams",
     "DoorsState",
+    "batch_reset",
+    "batch_step",
     "checked_step",
     "env_step",
     "initial",

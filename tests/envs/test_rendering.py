@@ -146,14 +146,14 @@ def test_rgb_array_rendering_never_opens_a_window():
 def test_record_video_writes_an_mp4(tmp_path):
     pytest.importorskip("moviepy")
     env = gym.wrappers.RecordVideo(
-        gym.make("Doors-v0", render_mode="rgb_array"), video_folder=str(tmp_path), episode_trigger=lambda episode: True
+        gym.make("Doors-v0", render_mode="rgb_array"), video_folder=str(tmp_path / "videos"), episode_trigger=lambda episode: True
     )
     env.reset(seed=0)
     terminated = truncated = False
     while not (terminated or truncated):
         _, _, terminated, truncated, _ = env.step(env.action_space.sample())
     env.close()
-    videos = list(tmp_path.glob("*.mp4"))
+    videos = list((tmp_path / "videos").glob("*.mp4"))
     assert videos
     assert all(video.stat().st_size > 0 for video in videos)
 

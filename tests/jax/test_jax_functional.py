@@ -323,3 +323,24 @@ def test_different_keys_give_different_starts():
     assert len(starts) > 32
     assert len(set(np.asarray(states.agent_col).tolist())) > 8
     assert len(set(np.asarray(states.goal_col).tolist())) > 8
+
+
+def test_batch_step_matches_vmapped_step_from_draw_with_the_same_draws():
+    num_envs = 64
+    obs, state = jax.jit(F.batch_reset, static_argnums=(1, 2))(jax.random.key(3), num_envs, SMALL)
+    assert obs.shape == (num_envs, SMALL.num_cells) and obs.dtype == jnp.int8
+    assert np.all(np.asarray(state.agent_row) == SMALL.height - 1) and np.all(np.asarray(state.goal_row) == 0)
+    assert len(set(zip(np.asarray(state.agent_col).tolist(), np.asarray(state.goal_col).tolist()))) > 5
+    batch_step = jax.jit(F.batch_step, static_argnums=3)
+    vmapped = jax.jit(jax.vmap(F.step_from_draw, in_axes=(0, 0, 0, None)), static_argnums=3)
+    resets = 0
+    for index in range(40):
+        key = jax.random.key(100 + index)
+        actions = jax.random.randint(jax.random.key(index), (num_envs,), 0, 5)
+        expected = vmapped(F.draw_starts(key, (num_envs,), SMALL), state, actions, SMALL)
+        result = batch_step(key, state, actions, SMALL)
+        for got, want in zip(jax.tree.leaves(result), jax.tree.leaves(expected)):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        resets += int(np.sum(np.asarray(result[3]) | np.asarray(result[4])))
+        state = result[1]
+    assert resets > 0, "the stream must cross episode ends for autoreset to be compared"
