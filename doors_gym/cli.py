@@ -149,7 +149,9 @@ def run_play(args: argparse.Namespace) -> int:
         if terminated or truncated:
             print("goal reached!" if terminated else "out of time", "- a new episode starts")
 
-    play(env, keys_to_action=keys_to_action(), noop=core.STAY, wait_on_player=True, seed=args.seed, callback=report, fps=30)
+    # play() resets with its seed after every episode: seed once here so episodes differ.
+    env.reset(seed=args.seed)
+    play(env, keys_to_action=keys_to_action(), noop=core.STAY, wait_on_player=True, callback=report, fps=30)
     return 0
 
 

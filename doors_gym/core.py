@@ -238,7 +238,7 @@ def distance(row: Any, col: Any, goal_row: Any, goal_col: Any, xp: Any = np) -> 
 
 def reward(distance_before: Any, distance_after: Any) -> Any:
     """Decrease of the distance to the goal, ``float32``: a return telescopes."""
-    return (distance_before - distance_after).astype(REWARD_DTYPE)
+    return (distance_before - distance_after).astype(REWARD_DTYPE, copy=False)
 
 
 def terminated(state: DoorsState) -> Any:
@@ -377,7 +377,7 @@ def validate_actions(actions: Any, num_envs: int) -> np.ndarray:
     Returns:
         The actions as an integer NumPy array (no copy when already one).
     """
-    array = np.asarray(actions)
+    array = actions if actions.__class__ is np.ndarray else np.asarray(actions)
     kind = array.dtype.kind
     if kind not in "iu":
         raise TypeError(
@@ -387,8 +387,8 @@ def validate_actions(actions: Any, num_envs: int) -> np.ndarray:
     if array.shape != (num_envs,):
         raise ValueError(f"actions have shape {array.shape}, expected ({num_envs},)")
     # Viewed as unsigned, negative actions become huge: one reduction checks both bounds.
-    unsigned = array.view(array.dtype.str.replace("i", "u")) if kind == "i" else array
-    if array.size and unsigned.max() >= NUM_ACTIONS:
+    unsigned = array.view(_UNSIGNED[array.dtype.itemsize]) if kind == "i" else array
+    if array.size and _maximum(unsigned) >= NUM_ACTIONS:
         bad = array[(array < 0) | (array >= NUM_ACTIONS)]
         raise ValueError(
             f"actions {bad[:8].tolist()} are out of range: valid actions are the integers "
@@ -397,6 +397,8 @@ def validate_actions(actions: Any, num_envs: int) -> np.ndarray:
     return array
 
 
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_maximum = np.maximum.reduce
 _NUMPY_INTEGERS = frozenset(np.dtype(code).type for code in np.typecodes["AllInteger"])
 _ACTION_LIST = ", ".join(f"{i} {name}" for i, name in enumerate(ACTION_NAMES))
 

@@ -88,7 +88,9 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
             self._distance_table = np.concatenate(
                 [core.distances_to(self.params, *divmod(goal, self.params.width)) for goal in cells]
             )
+        self._num_cells = num_cells
         self._obs_offset = np.arange(self.num_envs, dtype=np.intp) * num_cells
+        self._all_envs = np.ones(self.num_envs, dtype=bool)
         self._layout = self.params.layout.reshape(-1)
         self._limit = self.params.max_episode_steps or np.iinfo(np.int64).max
         self._generators: list[np.random.Generator | None] = [None] * self.num_envs
@@ -98,6 +100,7 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
         self._distance = np.zeros(self.num_envs, dtype=core.REWARD_DTYPE)
         self._needs_reset = np.zeros(self.num_envs, dtype=bool)
         self._obs = np.zeros((self.num_envs, self.params.num_cells), dtype=core.OBS_DTYPE)
+        self._flat_obs = self._obs.reshape(-1)  # a view: writes land in self._obs
         self._has_reset = False
 
     def reset(
@@ -160,7 +163,7 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
 
     def _distances(self, agent: np.ndarray, goal: np.ndarray) -> np.ndarray:
         if self._distance_table is not None:
-            return self._distance_table[goal * self.params.num_cells + agent]
+            return self._distance_table[goal * self._num_cells + agent]
         agent_row, agent_col = np.divmod(agent, self.params.width)
         goal_row, goal_col = np.divmod(goal, self.params.width)
         return core.distance(agent_row, agent_col, goal_row, goal_col)
@@ -175,18 +178,19 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
         new = self._next_cell[old * core.NUM_ACTIONS + actions]
         distance = self._distances(new, goal)
         rewards = core.reward(self._distance, distance)
-        flat_obs = self._obs.reshape(-1)
-        at_goal = old == goal
-        flat_obs[self._obs_offset + old] = at_goal * GOAL + ~at_goal * EMPTY
+        flat_obs = self._flat_obs
+        # An agent standing on its goal ended its episode last step: its row is
+        # rebuilt below, so the cell it leaves can always be written as empty.
+        flat_obs[self._obs_offset + old] = EMPTY
         flat_obs[self._obs_offset + new] = AGENT
         self._agent = new
         self._distance = distance
         self._time += 1
-        terminated = new == self._goal
+        terminated = new == goal
         truncated = self._time >= self._limit
 
-        resetting = np.flatnonzero(self._needs_reset)
-        if resetting.size:
+        if self._needs_reset.any():
+            resetting = self._needs_reset.nonzero()[0]
             self._reset_envs(resetting)
             rewards[resetting] = 0.0
             terminated[resetting] = False
@@ -195,7 +199,7 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
         return self._obs.copy(), rewards, terminated, truncated, self._info()
 
     def _info(self) -> dict[str, Any]:
-        return {"distance": self._distance.copy(), "_distance": np.ones(self.num_envs, dtype=bool)}
+        return {"distance": self._distance.copy(), "_distance": self._all_envs.copy()}
 
     @property
     def state(self) -> DoorsState:

@@ -139,3 +139,30 @@ def test_keys_to_action_maps_arrows_wasd_and_space():
     assert mapping == expected
     assert (core.STAY, core.RIGHT, core.DOWN, core.LEFT, core.UP) == (0, 1, 2, 3, 4)
     assert sorted(set(mapping.values())) == [0, 1, 2, 3, 4]
+
+
+def test_play_steps_on_key_presses_and_quits_on_window_close(monkeypatch, capsys):
+    pygame = pytest.importorskip("pygame")
+    import gymnasium as gym
+
+    actions_taken = []
+
+    class RecordActions(gym.Wrapper):
+        def step(self, action):
+            actions_taken.append(int(action))
+            return super().step(action)
+
+    make_env = cli._make_env
+    monkeypatch.setattr(cli, "_make_env", lambda *args, **kwargs: RecordActions(make_env(*args, **kwargs)))
+    script = [
+        [pygame.event.Event(pygame.KEYDOWN, key=pygame.K_UP)],
+        [pygame.event.Event(pygame.KEYUP, key=pygame.K_UP)],
+        [pygame.event.Event(pygame.KEYDOWN, key=ord("d"))],
+        [pygame.event.Event(pygame.KEYUP, key=ord("d"))],
+        [pygame.event.Event(pygame.QUIT)],
+    ]
+    monkeypatch.setattr(pygame.event, "get", lambda *args, **kwargs: script.pop(0) if script else [pygame.event.Event(pygame.QUIT)])
+    assert cli.main(["play", "--cell-pixels", "4"]) == 0
+    assert actions_taken[:2] == [core.UP, core.RIGHT]
+    assert not script
+    assert "arrows or WASD" in capsys.readouterr().out
