@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import doors_gym  # noqa: E402,F401
-from _timing import Measurement, human_rate, machine_line, markdown_table, time_rounds  # noqa: E402
+from _timing import Measurement, human_rate, machine_line, markdown_table, time_rounds, verdict  # noqa: E402
 
 SIZES = (1, 4, 16, 64, 256, 1024, 4096)
 QUICK_SIZES = (1, 16, 256, 1024, 4096)
@@ -191,7 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES} and 0.3 s per point")
     parser.add_argument("--seconds", type=float, default=None, help="seconds per point (default 1.0, 0.3 with --quick)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help=f"numbers of envs (default {SIZES})")
-    parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path("benchmarks/results"), help="where to write the table and plot")
+    parser.add_argument(
+        "--out-dir",
+        type=pathlib.Path,
+        default=pathlib.Path("benchmarks/results"),
+        help="where to write the table and plot",
+    )
     parser.add_argument("--no-anchors", action="store_true", help="skip NAVIX and gymnax even if installed")
     args = parser.parse_args(argv)
     sizes = tuple(args.sizes or (QUICK_SIZES if args.quick else SIZES))
@@ -219,9 +224,15 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if num_envs <= MAX_ASYNC:
             # forkserver: this process has JAX's threads running, and fork() under threads can deadlock.
-            gym_configs.insert(1, ("Doors-v0 async", lambda: gym.make_vec(
-                "Doors-v0", num_envs, vectorization_mode="async", vector_kwargs={"context": "forkserver"}
-            )))
+            gym_configs.insert(
+                1,
+                (
+                    "Doors-v0 async",
+                    lambda: gym.make_vec(
+                        "Doors-v0", num_envs, vectorization_mode="async", vector_kwargs={"context": "forkserver"}
+                    ),
+                ),
+            )
         for name, make in gym_configs:
             steps, elapsed = gym_vector(make(), seconds)
             results.append(Measurement(name, num_envs, steps, elapsed))
@@ -230,7 +241,10 @@ def main(argv: list[str] | None = None) -> int:
             steps, elapsed, compiled = scan_measure(name, num_envs, seconds)
             compile_seconds[(name, num_envs)] = compiled
             results.append(Measurement(name, num_envs, steps, elapsed))
-            print(f"{name:58s} N={num_envs:5d} {human_rate(steps / elapsed):>8s} env-steps/s (compile {compiled:.1f} s)", flush=True)
+            print(
+                f"{name:58s} N={num_envs:5d} {human_rate(steps / elapsed):>8s} env-steps/s (compile {compiled:.1f} s)",
+                flush=True,
+            )
 
     names = list(dict.fromkeys(m.name for m in results))
     rate = {(m.name, m.num_envs): m.steps_per_second for m in results}
@@ -257,17 +271,22 @@ def main(argv: list[str] | None = None) -> int:
         if (variant, largest) not in rate:
             continue
         ours = rate[(variant, largest)]
-        line = f"{variant} at {largest} envs: {human_rate(ours)} env-steps/s (target >= 10M: {'met' if ours >= 1e7 else 'MISSED'})"
+        line = f"{variant} at {largest} envs: {human_rate(ours)} env-steps/s (target >= 10M: {verdict(ours, 1e7)})"
         for anchor, target in (("NAVIX Empty-16x16 scan(vmap(step))", 8.0), ("gymnax FourRooms scan(vmap(step))", 2.5)):
             if (anchor, largest) in rate:
                 ratio = ours / rate[(anchor, largest)]
-                line += f"; {ratio:.1f}x {anchor.split()[0]} (target >= {target}x: {'met' if ratio >= target else 'MISSED'})"
+                line += f"; {ratio:.1f}x {anchor.split()[0]} (target >= {target}x: {verdict(ratio, target)})"
         checks.append(line)
     if ("DoorsJax-v0 make_vec, Python loop", 1024) in rate:
         ratio = rate[("DoorsJax-v0 make_vec, Python loop", 1024)] / rate[("Doors-v0 sync", 1024)]
-        checks.append(f"make_vec DoorsJax-v0 / Doors-v0 sync at 1024: {ratio:.1f}x (target >= 10x: {'met' if ratio >= 10 else 'MISSED'})")
+        checks.append(
+            f"make_vec DoorsJax-v0 / Doors-v0 sync at 1024: {ratio:.1f}x (target >= 10x: {verdict(ratio, 10)})"
+        )
     lines += [f"- {check}" for check in checks]
-    lines += ["", "Compile times (s): " + ", ".join(f"{name} N={n}: {s:.1f}" for (name, n), s in compile_seconds.items())]
+    lines += [
+        "",
+        "Compile times (s): " + ", ".join(f"{name} N={n}: {s:.1f}" for (name, n), s in compile_seconds.items()),
+    ]
     report = "\n".join(lines)
     print()
     print(report)

@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import doors_gym  # noqa: E402,F401  (registers the ids)
-from _timing import Measurement, human_rate, machine_line, markdown_table, time_rounds  # noqa: E402
+from _timing import Measurement, human_rate, machine_line, markdown_table, time_rounds, verdict  # noqa: E402
 from doors_gym.envs.doors import DoorsEnv  # noqa: E402
 
 ACTIONS_PER_ROUND = 5_000
@@ -88,15 +88,21 @@ def run_all(seconds: float, with_minigrid: bool) -> list[Measurement]:
     if with_minigrid:
         import minigrid  # noqa: F401
 
-        results.append(measure_single("Minigrid Empty-16x16 (gym.make)", gym.make("MiniGrid-Empty-16x16-v0"), 3, seconds))
+        results.append(
+            measure_single("Minigrid Empty-16x16 (gym.make)", gym.make("MiniGrid-Empty-16x16-v0"), 3, seconds)
+        )
     results.append(measure_single("Doors-v0 unwrapped", DoorsEnv(max_episode_steps=60), 5, seconds))
     results.append(measure_single('gym.make("Doors-v0")', gym.make("Doors-v0"), 5, seconds))
     for num_envs in VECTOR_SIZES:
         results.append(measure_vector("make_vec native", gym.make_vec("Doors-v0", num_envs), seconds))
     for num_envs in VECTOR_SIZES:
-        results.append(measure_vector("make_vec sync", gym.make_vec("Doors-v0", num_envs, vectorization_mode="sync"), seconds))
+        results.append(
+            measure_vector("make_vec sync", gym.make_vec("Doors-v0", num_envs, vectorization_mode="sync"), seconds)
+        )
     for num_envs in ASYNC_SIZES:
-        results.append(measure_vector("make_vec async", gym.make_vec("Doors-v0", num_envs, vectorization_mode="async"), seconds))
+        results.append(
+            measure_vector("make_vec async", gym.make_vec("Doors-v0", num_envs, vectorization_mode="async"), seconds)
+        )
     return results
 
 
@@ -128,13 +134,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import minigrid  # noqa: F401
 
-        with_minigrid = not args.no_minigrid
+        minigrid_installed = True
     except ImportError:
-        with_minigrid = False
+        minigrid_installed = False
+    with_minigrid = minigrid_installed and not args.no_minigrid
     results = run_all(seconds, with_minigrid)
     reference = results[0].steps_per_second if with_minigrid else None
     rows = [
-        [m.name, m.num_envs, human_rate(m.steps_per_second)] + ([f"{m.steps_per_second / reference:.1f}x"] if reference else [])
+        [m.name, m.num_envs, human_rate(m.steps_per_second)]
+        + ([f"{m.steps_per_second / reference:.1f}x"] if reference else [])
         for m in results
     ]
     headers = ["configuration", "envs", "env-steps/s"] + (["vs Minigrid"] if reference else [])
@@ -144,14 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     found = ratios(results)
     for name, target in TARGETS:
         if name in found:
-            verdict = "met" if found[name] >= target else "MISSED"
-            print(f"{name}: {found[name]:.1f}x (target >= {target:.0f}x: {verdict})")
+            print(f"{name}: {found[name]:.1f}x (target >= {target:.0f}x: {verdict(found[name], target)})")
     rate_4096 = found["native vector @4096 (env-steps/s)"]
-    print(f"native vector @4096: {human_rate(rate_4096)} env-steps/s (target >= 5M: {'met' if rate_4096 >= 5e6 else 'MISSED'})")
-    if not with_minigrid:
+    print(f"native vector @4096: {human_rate(rate_4096)} env-steps/s (target >= 5M: {verdict(rate_4096, 5e6)})")
+    if not minigrid_installed:
         print("(minigrid not installed: install the bench extra for the Minigrid ratios)")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine_line(), "results": [vars(m) for m in results], "ratios": found}, indent=2))
+        args.json.write_text(
+            json.dumps({"machine": machine_line(), "results": [vars(m) for m in results], "ratios": found}, indent=2)
+        )
     return 0
 
 

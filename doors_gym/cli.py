@@ -30,15 +30,25 @@ def _positive_int(text: str) -> int:
 def _layout_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
     group = parser.add_argument_group("environment")
-    group.add_argument("--env", choices=ENV_CHOICES, default="Doors-v0", help="which implementation (default: %(default)s)")
     group.add_argument(
-        "--grid-size", type=int, nargs=2, metavar=("H", "W"), default=list(core.DEFAULT_GRID_SIZE),
+        "--env", choices=ENV_CHOICES, default="Doors-v0", help="which implementation (default: %(default)s)"
+    )
+    group.add_argument(
+        "--grid-size",
+        type=int,
+        nargs=2,
+        metavar=("H", "W"),
+        default=list(core.DEFAULT_GRID_SIZE),
         help="grid height and width, H >= 3, W >= 1 (default: 15 15)",
     )
     group.add_argument("--n-doors", type=int, default=None, help="number of doors, 1..W (default: 3)")
-    group.add_argument("--door-cols", type=int, nargs="+", default=None, metavar="C", help="explicit door columns in [0, W)")
     group.add_argument(
-        "--max-episode-steps", type=_positive_int, default=core.DEFAULT_MAX_EPISODE_STEPS,
+        "--door-cols", type=int, nargs="+", default=None, metavar="C", help="explicit door columns in [0, W)"
+    )
+    group.add_argument(
+        "--max-episode-steps",
+        type=_positive_int,
+        default=core.DEFAULT_MAX_EPISODE_STEPS,
         help="time limit per episode (default: %(default)s)",
     )
     group.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
@@ -62,23 +72,35 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     play = commands.add_parser(
-        "play", parents=[layout], help="play with the keyboard in a window",
+        "play",
+        parents=[layout],
+        help="play with the keyboard in a window",
         description=f"Play Doors in a pygame window: {KEYS_HELP}. Each key press is one step.",
     )
     play.add_argument("--cell-pixels", type=_positive_int, default=32, help="pixels per cell (default: %(default)s)")
 
     render = commands.add_parser(
-        "render", parents=[layout], help="record episodes of a policy to an .mp4 or .gif",
-        description="Run a policy for some episodes and write every frame to a video file (OpenCV, no other video stack).",
+        "render",
+        parents=[layout],
+        help="record episodes of a policy to an .mp4 or .gif",
+        description="Run a policy for some episodes and write every frame to a video file "
+        "(OpenCV, no other video stack).",
     )
-    render.add_argument("--policy", choices=POLICIES, default="oracle", help="who acts: random actions or the shortest-path oracle (default: %(default)s)")
+    render.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="oracle",
+        help="who acts: random actions or the shortest-path oracle (default: %(default)s)",
+    )
     render.add_argument("--episodes", type=_positive_int, default=1, help="number of episodes (default: %(default)s)")
     render.add_argument("--out", type=pathlib.Path, required=True, help="output file, .mp4 or .gif")
     render.add_argument("--fps", type=_positive_int, default=8, help="frames per second (default: %(default)s)")
     render.add_argument("--cell-pixels", type=_positive_int, default=24, help="pixels per cell (default: %(default)s)")
 
     commands.add_parser(
-        "oracle", parents=[layout], help="print the shortest-path policy's figures over every start/goal pair",
+        "oracle",
+        parents=[layout],
+        help="print the shortest-path policy's figures over every start/goal pair",
         description="Evaluate the shortest-path oracle from every start/goal pair: success rate, mean per-step reward "
         "(0.776 on the default layout) and the longest path.",
     )
@@ -94,7 +116,9 @@ def _make_env(args: argparse.Namespace, render_mode: str, **extra: Any) -> Any:
 
     import doors_gym  # noqa: F401  (registers the ids)
 
-    return gym.make(args.env, max_episode_steps=args.max_episode_steps, render_mode=render_mode, **_env_kwargs(args), **extra)
+    return gym.make(
+        args.env, max_episode_steps=args.max_episode_steps, render_mode=render_mode, **_env_kwargs(args), **extra
+    )
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -118,10 +142,16 @@ def run_render(args: argparse.Namespace) -> int:
             total += reward
             steps += 1
         successes += bool(terminated)
-        print(f"episode {episode}: return {total:.3f} in {steps} steps, {'reached the goal' if terminated else 'truncated'}")
+        print(
+            f"episode {episode}: return {total:.3f} in {steps} steps, "
+            + ("reached the goal" if terminated else "truncated")
+        )
     env.close()
     path = rendering.write_video(frames, args.out, fps=args.fps)
-    print(f"wrote {len(frames)} frames of {args.episodes} episode(s) to {path} ({successes}/{args.episodes} reached the goal)")
+    print(
+        f"wrote {len(frames)} frames of {args.episodes} episode(s) to {path} "
+        f"({successes}/{args.episodes} reached the goal)"
+    )
     return 0
 
 
@@ -130,10 +160,14 @@ def keys_to_action() -> dict[tuple[int, ...], int]:
     import pygame
 
     return {
-        (pygame.K_RIGHT,): core.RIGHT, (ord("d"),): core.RIGHT,
-        (pygame.K_DOWN,): core.DOWN, (ord("s"),): core.DOWN,
-        (pygame.K_LEFT,): core.LEFT, (ord("a"),): core.LEFT,
-        (pygame.K_UP,): core.UP, (ord("w"),): core.UP,
+        (pygame.K_RIGHT,): core.RIGHT,
+        (ord("d"),): core.RIGHT,
+        (pygame.K_DOWN,): core.DOWN,
+        (ord("s"),): core.DOWN,
+        (pygame.K_LEFT,): core.LEFT,
+        (ord("a"),): core.LEFT,
+        (pygame.K_UP,): core.UP,
+        (ord("w"),): core.UP,
         (pygame.K_SPACE,): core.STAY,
     }
 
@@ -145,7 +179,9 @@ def run_play(args: argparse.Namespace) -> int:
     env = _make_env(args, "rgb_array", cell_pixels=args.cell_pixels)
     print(f"Doors: {KEYS_HELP}.")
 
-    def report(obs_t: Any, obs_tp1: Any, action: int, reward: float, terminated: bool, truncated: bool, info: dict) -> None:
+    def report(
+        obs_t: Any, obs_tp1: Any, action: int, reward: float, terminated: bool, truncated: bool, info: dict
+    ) -> None:
         if terminated or truncated:
             print("goal reached!" if terminated else "out of time", "- a new episode starts")
 
@@ -162,10 +198,14 @@ def run_oracle(args: argparse.Namespace) -> int:
     params = core.DoorsParams(max_episode_steps=args.max_episode_steps, **_env_kwargs(args))
     figures = evaluate_oracle(params)
     pairs = params.width * params.width
-    print(f"layout {params.grid_size}, doors at columns {list(params.door_cols)}, limit {params.max_episode_steps} steps")
-    print(f"oracle over {pairs} start/goal pairs: success {figures.success_rate:.3f}, "
-          f"mean per-step reward {figures.mean_step_reward:.4f}, longest path {figures.longest_path} steps, "
-          f"mean return {np.mean(figures.returns):.3f}")
+    print(
+        f"layout {params.grid_size}, doors at columns {list(params.door_cols)}, limit {params.max_episode_steps} steps"
+    )
+    print(
+        f"oracle over {pairs} start/goal pairs: success {figures.success_rate:.3f}, "
+        f"mean per-step reward {figures.mean_step_reward:.4f}, longest path {figures.longest_path} steps, "
+        f"mean return {np.mean(figures.returns):.3f}"
+    )
     return 0
 
 

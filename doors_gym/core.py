@@ -103,8 +103,7 @@ class DoorsParams:
         grid_size = self.grid_size
         if not is_int_pair(grid_size):
             raise ValueError(
-                f"grid_size={grid_size!r} is invalid: expected a pair of integers (H, W) "
-                "with H >= 3 and W >= 1"
+                f"grid_size={grid_size!r} is invalid: expected a pair of integers (H, W) " "with H >= 3 and W >= 1"
             )
         height, width = int(grid_size[0]), int(grid_size[1])
         if height < 3 or width < 1:
@@ -116,15 +115,11 @@ class DoorsParams:
 
         n_doors = self.n_doors
         if n_doors is not None and not _is_int(n_doors):
-            raise ValueError(
-                f"n_doors={n_doors!r} is invalid: expected an integer in [1, {width}] (1 <= n_doors <= W)"
-            )
+            raise ValueError(f"n_doors={n_doors!r} is invalid: expected an integer in [1, {width}] (1 <= n_doors <= W)")
         if self.door_cols is None:
             n_doors = DEFAULT_N_DOORS if n_doors is None else int(n_doors)
             if not 1 <= n_doors <= width:
-                raise ValueError(
-                    f"n_doors={n_doors!r} is out of range: expected 1 <= n_doors <= W = {width}"
-                )
+                raise ValueError(f"n_doors={n_doors!r} is out of range: expected 1 <= n_doors <= W = {width}")
             door_cols = tuple(k * (width // n_doors) for k in range(n_doors))
         else:
             raw = self.door_cols
@@ -140,9 +135,7 @@ class DoorsParams:
                 )
             bad = [int(c) for c in raw if not 0 <= c < width]
             if bad:
-                raise ValueError(
-                    f"door_cols={raw!r} is out of range: columns {bad} are outside [0, {width})"
-                )
+                raise ValueError(f"door_cols={raw!r} is out of range: columns {bad} are outside [0, {width})")
             if len(set(raw)) != len(raw):
                 raise ValueError(f"door_cols={raw!r} is invalid: door columns must be distinct")
             door_cols = tuple(sorted(int(c) for c in raw))
@@ -158,9 +151,7 @@ class DoorsParams:
         limit = self.max_episode_steps
         if limit is not None:
             if not _is_int(limit) or limit < 1:
-                raise ValueError(
-                    f"max_episode_steps={limit!r} is invalid: expected an integer >= 1 or None"
-                )
+                raise ValueError(f"max_episode_steps={limit!r} is invalid: expected an integer >= 1 or None")
             object.__setattr__(self, "max_episode_steps", int(limit))
 
     @property
@@ -406,6 +397,4 @@ _ACTION_LIST = ", ".join(f"{i} {name}" for i, name in enumerate(ACTION_NAMES))
 def validate_render_mode(render_mode: str | None, allowed: tuple[str, ...]) -> None:
     """Raises ``ValueError`` unless ``render_mode`` is None or one of ``allowed``."""
     if render_mode is not None and render_mode not in allowed:
-        raise ValueError(
-            f"render_mode={render_mode!r} is not supported: expected None or one of {list(allowed)}"
-        )
+        raise ValueError(f"render_mode={render_mode!r} is not supported: expected None or one of {list(allowed)}")

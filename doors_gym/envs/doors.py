@@ -58,7 +58,9 @@ def parse_reset_options(params: DoorsParams, options: Mapping[str, Any] | None) 
             raise ValueError(f"options[{key!r}]={value!r} is a wall cell: positions must be off the wall")
         positions[key] = (row, col)
     if positions.get("agent_pos") is not None and positions.get("agent_pos") == positions.get("goal_pos"):
-        raise ValueError(f"options agent_pos={positions['agent_pos']} equals goal_pos: the agent may not start on the goal")
+        raise ValueError(
+            f"options agent_pos={positions['agent_pos']} equals goal_pos: the agent may not start on the goal"
+        )
     return positions
 
 
@@ -161,7 +163,9 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
             tables = self._goal_tables[goal] = (rewards.tolist(), distances.tolist())
         return tables
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         """Starts an episode; ``options`` may fix ``agent_pos`` and/or ``goal_pos``."""
         super().reset(seed=seed)
         positions = parse_reset_options(self.params, options)

@@ -136,7 +136,10 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
         self._reset_envs(np.flatnonzero(mask))
         self._has_reset = True
         # As SyncVectorEnv: info covers only the envs that were reset.
-        return self._obs.copy(), {"distance": np.where(mask, self._distance, 0).astype(core.REWARD_DTYPE), "_distance": mask.copy()}
+        return self._obs.copy(), {
+            "distance": np.where(mask, self._distance, 0).astype(core.REWARD_DTYPE),
+            "_distance": mask.copy(),
+        }
 
     def _reset_envs(self, indices: np.ndarray) -> None:
         """Draws new starts for ``indices`` (one generator call per env, as the single env does)."""
@@ -208,7 +211,9 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
             raise ResetNeeded("Cannot read env.state before calling env.reset()")
         agent_row, agent_col = np.divmod(self._agent, self.params.width)
         goal_row, goal_col = np.divmod(self._goal, self.params.width)
-        return DoorsState(*(np.asarray(v, dtype=np.int32) for v in (agent_row, agent_col, goal_row, goal_col, self._time)))
+        return DoorsState(
+            *(np.asarray(v, dtype=np.int32) for v in (agent_row, agent_col, goal_row, goal_col, self._time))
+        )
 
     def set_state(self, state: DoorsState, mask: np.ndarray | None = None) -> np.ndarray:
         """Puts envs in ``state`` (``(num_envs,)`` arrays); ``mask`` picks which. Returns the observations."""

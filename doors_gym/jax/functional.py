@@ -211,7 +211,9 @@ def rollout(
     reset_key, loop_key = jax.random.split(key)
     obs, state = batch_reset(reset_key, num_envs, params)
 
-    def body(carry: tuple[Array, DoorsState, Array], _: None) -> tuple[tuple[Array, DoorsState, Array], dict[str, Array]]:
+    def body(
+        carry: tuple[Array, DoorsState, Array], _: None
+    ) -> tuple[tuple[Array, DoorsState, Array], dict[str, Array]]:
         obs, state, key = carry
         key, policy_key, step_key = jax.random.split(key, 3)
         action = jax.vmap(policy)(jax.random.split(policy_key, num_envs), obs)

@@ -149,7 +149,8 @@ class DoorsJaxEnv(gym.Env):
         if self.render_mode is None:
             gym.logger.warn(
                 "You are calling render method without specifying any render mode. "
-                'You can specify the render_mode at initialization, e.g. gym.make("DoorsJax-v0", render_mode="rgb_array")'
+                "You can specify the render_mode at initialization, "
+                'e.g. gym.make("DoorsJax-v0", render_mode="rgb_array")'
             )
             return None
         if self._state is None:

@@ -200,7 +200,11 @@ def test_core_transition_advances_the_clock_and_moves():
     params = DoorsParams()
     state = core.initial_state(params, np.int32(4), np.int32(9))
     assert (int(state.agent_row), int(state.agent_col), int(state.goal_row), int(state.goal_col), int(state.time)) == (
-        14, 4, 0, 9, 0,
+        14,
+        4,
+        0,
+        9,
+        0,
     )
     state = core.transition(params, state, np.int32(UP))
     assert (int(state.agent_row), int(state.agent_col), int(state.time)) == (13, 4, 1)

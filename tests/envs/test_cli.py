@@ -23,8 +23,24 @@ def test_render_oracle_episodes_to_mp4(tmp_path, capsys):
 
 def test_render_to_gif_with_a_custom_layout(tmp_path, capsys):
     out = tmp_path / "x.gif"
-    argv = ["render", "--grid-size", "5", "7", "--n-doors", "2", "--cell-pixels", "4", "--max-episode-steps", "9",
-            "--policy", "random", "--seed", "3", "--out", str(out)]
+    argv = [
+        "render",
+        "--grid-size",
+        "5",
+        "7",
+        "--n-doors",
+        "2",
+        "--cell-pixels",
+        "4",
+        "--max-episode-steps",
+        "9",
+        "--policy",
+        "random",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+    ]
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     frame_count = rendering.read_video_frame_count(out)
@@ -117,9 +133,7 @@ def test_version_flag(capsys):
 
 
 def test_python_dash_m_help_in_a_subprocess():
-    result = subprocess.run(
-        [sys.executable, "-m", "doors_gym", "--help"], capture_output=True, text=True, timeout=120
-    )
+    result = subprocess.run([sys.executable, "-m", "doors_gym", "--help"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: doors-gym")
     for command in ("play", "render", "oracle"):
@@ -130,10 +144,14 @@ def test_keys_to_action_maps_arrows_wasd_and_space():
     pygame = pytest.importorskip("pygame")
     mapping = cli.keys_to_action()
     expected = {
-        (pygame.K_RIGHT,): core.RIGHT, (pygame.K_d,): core.RIGHT,
-        (pygame.K_DOWN,): core.DOWN, (pygame.K_s,): core.DOWN,
-        (pygame.K_LEFT,): core.LEFT, (pygame.K_a,): core.LEFT,
-        (pygame.K_UP,): core.UP, (pygame.K_w,): core.UP,
+        (pygame.K_RIGHT,): core.RIGHT,
+        (pygame.K_d,): core.RIGHT,
+        (pygame.K_DOWN,): core.DOWN,
+        (pygame.K_s,): core.DOWN,
+        (pygame.K_LEFT,): core.LEFT,
+        (pygame.K_a,): core.LEFT,
+        (pygame.K_UP,): core.UP,
+        (pygame.K_w,): core.UP,
         (pygame.K_SPACE,): core.STAY,
     }
     assert mapping == expected
@@ -161,7 +179,9 @@ def test_play_steps_on_key_presses_and_quits_on_window_close(monkeypatch, capsys
         [pygame.event.Event(pygame.KEYUP, key=ord("d"))],
         [pygame.event.Event(pygame.QUIT)],
     ]
-    monkeypatch.setattr(pygame.event, "get", lambda *args, **kwargs: script.pop(0) if script else [pygame.event.Event(pygame.QUIT)])
+    monkeypatch.setattr(
+        pygame.event, "get", lambda *args, **kwargs: script.pop(0) if script else [pygame.event.Event(pygame.QUIT)]
+    )
     assert cli.main(["play", "--cell-pixels", "4"]) == 0
     assert actions_taken[:2] == [core.UP, core.RIGHT]
     assert not script

@@ -253,7 +253,8 @@ def test_bad_actions_raise_errors_naming_the_value_and_the_valid_range(make, act
 
 
 @pytest.mark.parametrize(
-    "action", [np.int64(1), np.int8(1), np.uint8(1), np.int32(1), np.array(1), np.array(1, dtype=np.uint16)],
+    "action",
+    [np.int64(1), np.int8(1), np.uint8(1), np.int32(1), np.array(1), np.array(1, dtype=np.uint16)],
     ids=["int64", "int8", "uint8", "int32", "0-d int64", "0-d uint16"],
 )
 def test_numpy_integer_actions_are_accepted(action):

@@ -146,7 +146,9 @@ def test_rgb_array_rendering_never_opens_a_window():
 def test_record_video_writes_an_mp4(tmp_path):
     pytest.importorskip("moviepy")
     env = gym.wrappers.RecordVideo(
-        gym.make("Doors-v0", render_mode="rgb_array"), video_folder=str(tmp_path / "videos"), episode_trigger=lambda episode: True
+        gym.make("Doors-v0", render_mode="rgb_array"),
+        video_folder=str(tmp_path / "videos"),
+        episode_trigger=lambda episode: True,
     )
     env.reset(seed=0)
     terminated = truncated = False

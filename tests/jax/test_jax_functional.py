@@ -11,7 +11,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 from doors_gym import rendering  # noqa: E402
-from doors_gym.core import AGENT, GOAL, MOVES, STAY, UP, WALL, DoorsParams, DoorsState  # noqa: E402
+from doors_gym.core import AGENT, GOAL, STAY, UP, WALL, DoorsParams, DoorsState  # noqa: E402
 from doors_gym.jax import functional as F  # noqa: E402
 
 DEFAULT = DoorsParams()
@@ -51,16 +51,6 @@ def cells_of(obs: np.ndarray, params: DoorsParams) -> tuple[tuple[int, int], tup
     agent = divmod(int(np.argmax(obs == AGENT)), params.width)
     goal = divmod(int(np.argmax(obs == GOAL)), params.width) if (obs == GOAL).any() else None
     return agent, goal
-
-
-def reference_move(params: DoorsParams, row: int, col: int, action: int) -> tuple[int, int]:
-    """SPEC's move written out by hand: clip to the grid, stay on a wall."""
-    d_row, d_col = MOVES[action]
-    row_to = min(max(row + d_row, 0), params.height - 1)
-    col_to = min(max(col + d_col, 0), params.width - 1)
-    if row_to == params.height // 2 and col_to not in params.door_cols:
-        return row, col
-    return row_to, col_to
 
 
 def random_policy(key, obs):
@@ -216,7 +206,7 @@ def test_checked_step():
     assert_trees_equal(out, F.step(key, state, jnp.int32(2), DEFAULT))
 
 
-def test_rollout_shapes_and_telescoping_returns():
+def test_rollout_shapes_and_telescoping_returns(reference):
     rollout = jax.jit(F.rollout, static_argnames=("policy", "num_envs", "num_steps"))
     params = SMALL
     num_envs, num_steps = 8, 100
@@ -239,7 +229,7 @@ def test_rollout_shapes_and_telescoping_returns():
         for t in np.flatnonzero(ended[:, env]):
             (start_row, start_col), (goal_row, goal_col) = cells_of(obs[start, env], params)
             assert start_row == params.height - 1 and goal_row == 0
-            end_row, end_col = reference_move(params, *cells_of(obs[t, env], params)[0], int(actions[t, env]))
+            end_row, end_col = reference.move(params, *cells_of(obs[t, env], params)[0], int(actions[t, env]))
             start_distance = math.hypot(goal_row - start_row, goal_col - start_col)
             end_distance = math.hypot(goal_row - end_row, goal_col - end_col)
             assert float(rewards[start : t + 1, env].sum()) == pytest.approx(start_distance - end_distance, abs=1e-4)
