@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -96,6 +97,27 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", type=pathlib.Path, required=True, help="output file, .mp4 or .gif")
     render.add_argument("--fps", type=_positive_int, default=8, help="frames per second (default: %(default)s)")
     render.add_argument("--cell-pixels", type=_positive_int, default=24, help="pixels per cell (default: %(default)s)")
+
+    baselines = _baselines_module("common")
+    if baselines is not None:
+        train = commands.add_parser(
+            "train",
+            help="train a DQN arm (torch, flax or flax-scan) on Doors-v0 or DoorsJax-v0",
+            description="Train one DQN arm and print its figures. Every hyperparameter is a flag; "
+            "--env is short for --env-id.",
+        )
+        train.add_argument("--arm", choices=ARMS, default="torch", help="which implementation (default: %(default)s)")
+        baselines.add_config_arguments(train)
+        train.add_argument("--save", default=None, help="write the trained model to this file (.pt for torch)")
+        enjoy = commands.add_parser(
+            "enjoy",
+            help="watch a trained model's greedy episodes (window, .mp4 or .gif)",
+            description="Load a model written by `doors-gym train --save` and play greedy episodes.",
+        )
+        enjoy.add_argument("model", help="a .pt (torch) or .msgpack (Flax) file")
+        enjoy.add_argument("--episodes", type=_positive_int, default=3, help="number of episodes (default: %(default)s)")
+        enjoy.add_argument("--out", type=pathlib.Path, default=None, help="write .mp4 or .gif instead of a window")
+        enjoy.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
 
     commands.add_parser(
         "oracle",
@@ -209,17 +231,56 @@ def run_oracle(args: argparse.Namespace) -> int:
     return 0
 
 
+ARMS = ("torch", "flax", "flax-scan")
+ARM_MODULES = {"torch": "dqn_torch", "flax": "dqn_flax", "flax-scan": "dqn_flax_scan"}
+
+
+def _baselines_module(name: str) -> Any:
+    """A module of the DQN baselines: installed as ``doors_gym_baselines``, or ``baselines`` in a clone."""
+    import importlib
+
+    for package in ("doors_gym_baselines", "baselines"):
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name not in (package, f"{package}.{name}"):
+                raise
+    return None
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """``doors-gym train``: one DQN arm, in-process."""
+    import json
+
+    config = _baselines_module("common").config_from_arguments(args)
+    arm = _baselines_module(ARM_MODULES[args.arm])
+    result = arm.train(config)
+    print(json.dumps(result.summary(), indent=2))
+    if args.save:
+        arm.save_model(result, args.save)
+        print(f"saved the model to {args.save}")
+    return 0
+
+
+def run_enjoy(args: argparse.Namespace) -> int:
+    """``doors-gym enjoy``: greedy episodes of a saved model."""
+    figures = _baselines_module("enjoy").enjoy(args.model, args.episodes, args.out, args.seed)
+    print(f"{args.episodes} greedy episode(s): success {figures['success_rate']:.2f}, mean return {figures['mean_return']:.3f}")
+    if args.out:
+        print(f"wrote {figures['frames']} frames to {args.out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``doors-gym`` console script and ``python -m doors_gym``."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"render": run_render, "play": run_play, "oracle": run_oracle}
+    handlers = {"render": run_render, "play": run_play, "oracle": run_oracle, "train": run_train, "enjoy": run_enjoy}
     try:
         return handlers[args.command](args)
     except ValueError as error:
-        message = str(error)
-        for keyword in ("grid_size", "n_doors", "door_cols", "max_episode_steps"):
-            message = message.replace(f"{keyword}=", f"--{keyword.replace('_', '-')} ")
+        # Errors name keywords ("n_doors=0"); on the command line they are flags ("--n-doors 0").
+        message = re.sub(r"\b([a-z][a-z_]*)=", lambda match: f"--{match.group(1).replace('_', '-')} ", str(error))
         parser.error(message)
     return 2
 
