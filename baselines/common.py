@@ -89,11 +89,16 @@ class DQNConfig:
             _at_least(name, getattr(self, name), 1)
         _at_least("learning_starts", self.learning_starts, 0)
         _at_least("eval_every", self.eval_every, 0)
-        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate) and self.learning_rate > 0):
+        if not (
+            isinstance(self.learning_rate, (int, float))
+            and math.isfinite(self.learning_rate)
+            and self.learning_rate > 0
+        ):
             raise ValueError(f"learning_rate={self.learning_rate!r} is out of range: expected a finite number > 0")
         if self.batch_size > self.buffer_size:
             raise ValueError(
-                f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: expected batch_size <= buffer_size"
+                f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: "
+                "expected batch_size <= buffer_size"
             )
         for name in ("gamma", "start_epsilon", "end_epsilon", "exploration_fraction"):
             value = getattr(self, name)
@@ -102,13 +107,17 @@ class DQNConfig:
         if not self.hidden_sizes or any(not isinstance(width, int) or width < 1 for width in self.hidden_sizes):
             raise ValueError(f"hidden_sizes={self.hidden_sizes!r} is invalid: expected one or more integers >= 1")
         if self.num_envs > self.total_steps:
-            raise ValueError(f"num_envs={self.num_envs} exceeds total_steps={self.total_steps}: expected num_envs <= total_steps")
+            raise ValueError(
+                f"num_envs={self.num_envs} exceeds total_steps={self.total_steps}: expected num_envs <= total_steps"
+            )
         self.params  # validates the layout keywords
 
     @property
     def params(self) -> DoorsParams:
         """The env layout and time limit."""
-        return DoorsParams(grid_size=tuple(self.grid_size), n_doors=self.n_doors, max_episode_steps=self.max_episode_steps)
+        return DoorsParams(
+            grid_size=tuple(self.grid_size), n_doors=self.n_doors, max_episode_steps=self.max_episode_steps
+        )
 
     @property
     def num_iterations(self) -> int:
@@ -123,7 +132,9 @@ class DQNConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types only (for MLflow params, JSON and ``torch.load(weights_only=True)``)."""
-        return {key: list(value) if isinstance(value, tuple) else value for key, value in dataclasses.asdict(self).items()}
+        return {
+            key: list(value) if isinstance(value, tuple) else value for key, value in dataclasses.asdict(self).items()
+        }
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> DQNConfig:
@@ -182,7 +193,9 @@ class ReplayBuffer:
         self._cursor = 0
         self._rng = np.random.default_rng(seed)
 
-    def add(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray, terminated: np.ndarray) -> None:
+    def add(
+        self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray, terminated: np.ndarray
+    ) -> None:
         """Stores a batch of transitions (overwriting the oldest when full)."""
         count = len(actions)
         index = (self._cursor + np.arange(count)) % self.capacity
@@ -198,6 +211,16 @@ class ReplayBuffer:
         """``(obs, actions, rewards, next_obs, terminated)`` of ``batch_size`` random transitions."""
         index = self._rng.integers(0, self.size, batch_size)
         return self.obs[index], self.actions[index], self.rewards[index], self.next_obs[index], self.terminated[index]
+
+
+TRAINING_FIGURES = (
+    "rolling_reward",
+    "train_success_rate",
+    "train_normalised_return",
+    "train_episode_return",
+    "train_episode_length",
+)
+"""The rolling figures of training episodes that every arm reports."""
 
 
 class EpisodeTracker:
@@ -219,7 +242,9 @@ class EpisodeTracker:
         self.lengths[mask] = 0
         self.start_distance[mask] = distance[mask]
 
-    def record(self, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, active: np.ndarray) -> list[float]:
+    def record(
+        self, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, active: np.ndarray
+    ) -> list[float]:
         """Adds a step; returns the returns of the episodes that ended on it."""
         self.returns[active] += rewards[active]
         self.lengths[active] += 1
@@ -235,12 +260,14 @@ class EpisodeTracker:
     def summary(self) -> dict[str, float]:
         """Rolling figures over the last ``rolling_episodes`` episodes (NaN before the first one)."""
         if not self.window:
-            return {"rolling_reward": math.nan, "train_success_rate": math.nan, "train_normalised_return": math.nan}
+            return {key: math.nan for key in TRAINING_FIGURES}
         returns, lengths, success, normalised = (np.array(column) for column in zip(*self.window))
         return {
             "rolling_reward": float(returns.sum() / lengths.sum()),
             "train_success_rate": float(success.mean()),
             "train_normalised_return": float(normalised.mean()),
+            "train_episode_return": float(returns.mean()),
+            "train_episode_length": float(lengths.mean()),
         }
 
 
@@ -273,7 +300,9 @@ def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams
     pass is exact. These episodes are never used for training.
     """
     limit = params.max_episode_steps or core.DEFAULT_MAX_EPISODE_STEPS
-    envs = DoorsVectorEnv(len(all_start_states(params).agent_col), params.grid_size, door_cols=params.door_cols, max_episode_steps=limit)
+    envs = DoorsVectorEnv(
+        len(all_start_states(params).agent_col), params.grid_size, door_cols=params.door_cols, max_episode_steps=limit
+    )
     envs.reset(seed=0)
     obs = envs.set_state(all_start_states(params))
     start_distance = np.asarray(core.state_distance(all_start_states(params)), dtype=np.float64)
@@ -317,10 +346,12 @@ class TrainResult:
         return self.evaluation.solved and self.rolling_reward >= SOLVED_ROLLING_REWARD
 
     def summary(self) -> dict[str, Any]:
-        """Flat figures for tables and logs."""
+        """Flat figures for tables and logs, with the oracle's per-step reward beside the greedy one."""
+        from doors_gym.oracle import evaluate_oracle
+
         return {
             "arm": self.arm,
-            "env_id": self.config.env_id,
+            "env_id": "DoorsJax pure functions" if self.arm == "flax-scan" else self.config.env_id,
             "wall_seconds": round(self.wall_seconds, 2),
             "env_steps": self.env_steps,
             "updates": self.updates,
@@ -328,17 +359,21 @@ class TrainResult:
             "greedy_success_rate": round(self.evaluation.success_rate, 4),
             "greedy_step_reward": round(self.evaluation.mean_step_reward, 4),
             "greedy_normalised_return": round(self.evaluation.normalised_return, 4),
+            "oracle_step_reward": round(evaluate_oracle(self.config.params).mean_step_reward, 4),
             "solved": self.solved,
         }
 
 
 def history_row(
-    evaluation: Evaluation, tracker: EpisodeTracker, step: int, start: float, losses: Sequence[float]
+    evaluation: Evaluation, tracker: EpisodeTracker, step: int, start: float, losses: Sequence[float], epsilon: float
 ) -> dict[str, float]:
-    """One point of a learning curve: greedy figures, rolling training figures, loss, time."""
+    """One point of a learning curve: greedy figures, rolling training figures, loss, speed, time."""
+    seconds = time.perf_counter() - start
     return {
         "step": step,
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds,
+        "sps": step / seconds,
+        "epsilon": epsilon,
         "greedy_success_rate": evaluation.success_rate,
         "greedy_step_reward": evaluation.mean_step_reward,
         "greedy_normalised_return": evaluation.normalised_return,
@@ -380,7 +415,7 @@ def evaluate_and_report(
     trial: Any,
 ) -> dict[str, float]:
     """A greedy evaluation during training, as a history row, reported to ``trial``."""
-    figures = history_row(evaluate_greedy(act, config.params), tracker, step, start, losses)
+    figures = history_row(evaluate_greedy(act, config.params), tracker, step, start, losses, config.epsilon(step))
     report(trial, figures)
     return figures
 
@@ -399,7 +434,9 @@ class Progress:
     def update(self, steps: int, **figures: float) -> None:
         if self._bar is not None:
             self._bar.update(steps)
-            self._bar.set_postfix({key: f"{value:.3g}" for key, value in figures.items() if value == value}, refresh=False)
+            self._bar.set_postfix(
+                {key: f"{value:.3g}" for key, value in figures.items() if value == value}, refresh=False
+            )
 
     def close(self) -> None:
         if self._bar is not None:
@@ -418,10 +455,22 @@ def add_config_arguments(parser: argparse.ArgumentParser, defaults: DQNConfig | 
             parser.add_argument(*flags, dest=field.name, action=argparse.BooleanOptionalAction, default=default)
         elif typing.get_origin(hint) is tuple:
             shown = " ".join(map(str, default))
-            parser.add_argument(*flags, dest=field.name, type=int, nargs="+", default=list(default), metavar="N", help=f"(default: {shown})")
+            parser.add_argument(
+                *flags,
+                dest=field.name,
+                type=int,
+                nargs="+",
+                default=list(default),
+                metavar="N",
+                help=f"(default: {shown})",
+            )
         else:
-            choices = {"env_id": ENV_IDS, "optimizer": OPTIMIZERS, "loss": LOSSES, "vectorization": VECTORIZATIONS}.get(field.name)
-            parser.add_argument(*flags, dest=field.name, type=hint, default=default, choices=choices, help="(default: %(default)s)")
+            choices = {"env_id": ENV_IDS, "optimizer": OPTIMIZERS, "loss": LOSSES, "vectorization": VECTORIZATIONS}.get(
+                field.name
+            )
+            parser.add_argument(
+                *flags, dest=field.name, type=hint, default=default, choices=choices, help="(default: %(default)s)"
+            )
 
 
 def config_from_arguments(args: argparse.Namespace) -> DQNConfig:
@@ -432,7 +481,9 @@ def config_from_arguments(args: argparse.Namespace) -> DQNConfig:
 
 def run_cli(train: Callable[..., TrainResult], arm: str, argv: Sequence[str] | None = None) -> int:
     """The command line of one arm: parse, train, print the summary, optionally save the model."""
-    parser = argparse.ArgumentParser(prog=f"python -m baselines.{arm.replace('-', '_')}", description=f"Train the {arm} DQN arm on Doors.")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m baselines.dqn_{arm.replace('-', '_')}", description=f"Train the {arm} DQN arm on Doors."
+    )
     add_config_arguments(parser)
     parser.add_argument("--save", default=None, help="write the trained model to this file")
     args = parser.parse_args(argv)

@@ -149,7 +149,7 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
                 prune(trial, f"non-finite loss {losses[-1]} at step {global_step}")
 
         progress.update(config.num_envs, ret=finished[-1] if finished else float("nan"), eps=epsilon)
-        if next_eval is not None and global_step >= next_eval:
+        if next_eval is not None and global_step >= next_eval and iteration + 1 < config.num_iterations:
             next_eval += config.eval_every
             history.append(evaluate_and_report(act, config, tracker, global_step, start, losses, trial))
             if config.stop_when_solved and is_solved(history[-1]):
@@ -157,7 +157,7 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     progress.close()
     envs.close()
     evaluation = evaluate_greedy(act, params)
-    history.append(history_row(evaluation, tracker, global_step, start, losses))
+    history.append(history_row(evaluation, tracker, global_step, start, losses, config.epsilon(global_step)))
     return TrainResult(
         arm=ARM,
         config=config,
@@ -175,7 +175,11 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
 def save_model(result: TrainResult, path: str) -> None:
     """Writes the parameters and the config as one msgpack file (``flax.serialization``)."""
     _, network_params = result.model
-    payload = {"arm": ARM, "config": result.config.to_dict(), "params": flax.serialization.to_state_dict(network_params)}
+    payload = {
+        "arm": ARM,
+        "config": result.config.to_dict(),
+        "params": flax.serialization.to_state_dict(network_params),
+    }
     with open(path, "wb") as handle:
         handle.write(flax.serialization.msgpack_serialize(payload))
 
@@ -183,7 +187,13 @@ def save_model(result: TrainResult, path: str) -> None:
 def load_model(path: str) -> tuple[QNetwork, Any, DQNConfig]:
     """Reads a file of :func:`save_model`: ``(network, params, config)``; no code is unpickled."""
     with open(path, "rb") as handle:
-        payload = flax.serialization.msgpack_restore(handle.read())
+        data = handle.read()
+    try:
+        payload = flax.serialization.msgpack_restore(data)
+    except Exception as error:  # msgpack raises several types for foreign files
+        raise ValueError(f"{path!r} is not a Flax DQN model written by save_model ({error})") from None
+    if not isinstance(payload, dict) or payload.get("arm") not in ("flax", "flax-scan"):
+        raise ValueError(f"{path!r} is not a Flax DQN model written by save_model")
     config = DQNConfig.from_dict(payload["config"])
     network = QNetwork(tuple(config.hidden_sizes))
     template = network.init(jax.random.key(0), jnp.zeros((1, config.params.num_cells), dtype=jnp.int8))

@@ -71,7 +71,9 @@ class Runner(NamedTuple):
     key: jax.Array
 
 
-def make_train(config: DQNConfig) -> tuple[Callable[[jax.Array], Runner], Callable[[Runner, jax.Array], tuple[Runner, dict]], QNetwork, int]:
+def make_train(
+    config: DQNConfig,
+) -> tuple[Callable[[jax.Array], Runner], Callable[[Runner, jax.Array], tuple[Runner, dict]], QNetwork, int]:
     """Pure ``init(key) -> Runner`` and ``run_chunk(runner, first_iteration) -> (runner, metrics)``.
 
     Returns ``(init, run_chunk, network, iterations_per_chunk)``.
@@ -94,12 +96,23 @@ def make_train(config: DQNConfig) -> tuple[Callable[[jax.Array], Runner], Callab
         obs, env_state = F.batch_reset(env_key, num_envs, params)
         empty_states = jax.tree.map(lambda field: jnp.zeros((capacity,), field.dtype), env_state)
         buffer = Buffer(
-            empty_states, jnp.zeros(capacity, jnp.int32), jnp.zeros(capacity, jnp.float32), empty_states,
-            jnp.zeros(capacity, jnp.float32), jnp.int32(0), jnp.int32(0),
+            empty_states,
+            jnp.zeros(capacity, jnp.int32),
+            jnp.zeros(capacity, jnp.float32),
+            empty_states,
+            jnp.zeros(capacity, jnp.float32),
+            jnp.int32(0),
+            jnp.int32(0),
         )
         episodes = Episodes(
-            jnp.zeros(num_envs), jnp.zeros(num_envs, jnp.int32), jax.vmap(_distance)(env_state),
-            jnp.zeros(window), jnp.zeros(window, jnp.int32), jnp.zeros(window, bool), jnp.zeros(window), jnp.int32(0),
+            jnp.zeros(num_envs),
+            jnp.zeros(num_envs, jnp.int32),
+            jax.vmap(_distance)(env_state),
+            jnp.zeros(window),
+            jnp.zeros(window, jnp.int32),
+            jnp.zeros(window, bool),
+            jnp.zeros(window),
+            jnp.int32(0),
         )
         return Runner(learner, env_state, obs, buffer, episodes, jnp.int32(0), loop_key)
 
@@ -118,8 +131,11 @@ def make_train(config: DQNConfig) -> tuple[Callable[[jax.Array], Runner], Callab
         index = jax.random.randint(key, (config.batch_size,), 0, jnp.maximum(buffer.size, 1))
         take = lambda tree: jax.tree.map(lambda field: field[index], tree)  # noqa: E731
         batch = (
-            observe(take(buffer.state), params), buffer.action[index], buffer.reward[index],
-            observe(take(buffer.next_state), params), buffer.terminated[index],
+            observe(take(buffer.state), params),
+            buffer.action[index],
+            buffer.reward[index],
+            observe(take(buffer.next_state), params),
+            buffer.terminated[index],
         )
         learner = runner.learner
         loss, grads = jax.value_and_grad(loss_function)(learner.params, learner.target_params, batch)
@@ -161,20 +177,36 @@ def _distance(state: DoorsState) -> jax.Array:
 
 
 def _add(
-    buffer: Buffer, state: DoorsState, action: jax.Array, reward: jax.Array, next_state: DoorsState,
-    terminated: jax.Array, capacity: int,
+    buffer: Buffer,
+    state: DoorsState,
+    action: jax.Array,
+    reward: jax.Array,
+    next_state: DoorsState,
+    terminated: jax.Array,
+    capacity: int,
 ) -> Buffer:
     """Writes one transition per env at the cursor (a ring)."""
     index = (buffer.cursor + jnp.arange(action.shape[0])) % capacity
     put = lambda stored, new: jax.tree.map(lambda field, value: field.at[index].set(value), stored, new)  # noqa: E731
     return Buffer(
-        put(buffer.state, state), buffer.action.at[index].set(action), buffer.reward.at[index].set(reward),
-        put(buffer.next_state, next_state), buffer.terminated.at[index].set(terminated.astype(jnp.float32)),
-        jnp.minimum(buffer.size + action.shape[0], capacity), (buffer.cursor + action.shape[0]) % capacity,
+        put(buffer.state, state),
+        buffer.action.at[index].set(action),
+        buffer.reward.at[index].set(reward),
+        put(buffer.next_state, next_state),
+        buffer.terminated.at[index].set(terminated.astype(jnp.float32)),
+        jnp.minimum(buffer.size + action.shape[0], capacity),
+        (buffer.cursor + action.shape[0]) % capacity,
     )
 
 
-def _track(episodes: Episodes, reward: jax.Array, terminated: jax.Array, truncated: jax.Array, new_distance: jax.Array, window: int) -> Episodes:
+def _track(
+    episodes: Episodes,
+    reward: jax.Array,
+    terminated: jax.Array,
+    truncated: jax.Array,
+    new_distance: jax.Array,
+    window: int,
+) -> Episodes:
     """Adds a step to the running episodes and moves the ended ones into the ring."""
     running_return = episodes.running_return + reward
     running_length = episodes.running_length + 1
@@ -203,6 +235,8 @@ def rolling_figures(episodes: Episodes) -> dict[str, np.ndarray]:
             "rolling_reward": (returns * filled).sum(1) / (lengths * filled).sum(1),
             "train_success_rate": (np.asarray(episodes.success) * filled).sum(1) / count,
             "train_normalised_return": (np.asarray(episodes.normalised) * filled).sum(1) / count,
+            "train_episode_return": (returns * filled).sum(1) / count,
+            "train_episode_length": (lengths * filled).sum(1) / count,
         }
 
 
@@ -211,6 +245,13 @@ def seed_actor(network: QNetwork, stacked_params: Any, seed_index: int) -> Calla
     own = jax.tree.map(lambda leaf: leaf[seed_index], stacked_params)
     apply = jax.jit(lambda obs: network.apply(own, obs).argmax(axis=1))
     return lambda obs: np.asarray(apply(obs))
+
+
+def _nanmean(values: np.ndarray) -> float:
+    """Mean over seeds that have figures; NaN (without a warning) before any episode ended."""
+    values = np.asarray(values, dtype=float)
+    finite = values[~np.isnan(values)]
+    return float(finite.mean()) if finite.size else float("nan")
 
 
 def _mean_evaluation(evaluations: list[Evaluation]) -> Evaluation:
@@ -235,23 +276,27 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     keys = jax.vmap(jax.random.key)(seeds)
     runner = jax.jit(jax.vmap(init))(keys)
     chunk = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)
-    progress = Progress(config.num_iterations * config.num_envs * config.num_seeds, f"{ARM} x {config.num_seeds} seeds", config.quiet)
+    progress = Progress(
+        config.num_iterations * config.num_envs * config.num_seeds, f"{ARM} x {config.num_seeds} seeds", config.quiet
+    )
     history: list[dict[str, Any]] = []
     losses: list[float] = []
     next_eval = config.eval_every or None
     first = 0
     while first < config.num_iterations:
         runner, metrics = chunk(runner, jnp.int32(first))
-        chunk_losses = np.asarray(metrics["loss"])[np.asarray(metrics["learned"])]
+        learned = np.asarray(metrics["learned"])[0]  # the same iterations learn in every seed
+        chunk_losses = np.asarray(metrics["loss"])[:, learned]
         if not np.isfinite(chunk_losses).all():
             prune(trial, f"non-finite loss before step {(first + iterations_per_chunk) * config.num_envs}")
-        losses.extend(chunk_losses[-100:].tolist())
+        losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
         done_iterations = min(first + iterations_per_chunk, config.num_iterations)
         global_step = done_iterations * config.num_envs
         rolling = rolling_figures(runner.episodes)
         progress.update(
             (done_iterations - first) * config.num_envs * config.num_seeds,
-            rolling=float(np.nanmean(rolling["rolling_reward"])), eps=float(np.asarray(metrics["epsilon"])[0, -1]),
+            rolling=_nanmean(rolling["rolling_reward"]),
+            eps=float(np.asarray(metrics["epsilon"])[0, -1]),
         )
         first += iterations_per_chunk
         if next_eval is not None and global_step >= next_eval and first < config.num_iterations:
@@ -279,10 +324,15 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     )
 
 
-def _history_row(network: QNetwork, runner: Runner, config: DQNConfig, step: int, start: float, losses: list[float]) -> dict[str, Any]:
-    evaluations = [evaluate_greedy(seed_actor(network, runner.learner.params, i), config.params) for i in range(config.num_seeds)]
+def _history_row(
+    network: QNetwork, runner: Runner, config: DQNConfig, step: int, start: float, losses: list[float]
+) -> dict[str, Any]:
+    evaluations = [
+        evaluate_greedy(seed_actor(network, runner.learner.params, i), config.params) for i in range(config.num_seeds)
+    ]
     rolling = rolling_figures(runner.episodes)
     evaluation = _mean_evaluation(evaluations)
+    seconds = time.perf_counter() - start
     per_seed = [
         {
             "seed": config.seed + i,
@@ -294,14 +344,18 @@ def _history_row(network: QNetwork, runner: Runner, config: DQNConfig, step: int
     ]
     return {
         "step": step,
-        "seconds": time.perf_counter() - start,
+        "seconds": seconds,
+        "sps": step * config.num_seeds / seconds,
+        "epsilon": config.epsilon(step),
         "greedy_success_rate": evaluation.success_rate,
         "greedy_step_reward": evaluation.mean_step_reward,
         "greedy_normalised_return": evaluation.normalised_return,
         "loss": float(np.mean(losses[-100:])) if losses else float("nan"),
-        "rolling_reward": float(np.nanmean(rolling["rolling_reward"])),
-        "train_success_rate": float(np.nanmean(rolling["train_success_rate"])),
-        "train_normalised_return": float(np.nanmean(rolling["train_normalised_return"])),
+        "rolling_reward": _nanmean(rolling["rolling_reward"]),
+        "train_success_rate": _nanmean(rolling["train_success_rate"]),
+        "train_normalised_return": _nanmean(rolling["train_normalised_return"]),
+        "train_episode_return": _nanmean(rolling["train_episode_return"]),
+        "train_episode_length": _nanmean(rolling["train_episode_length"]),
         "evaluation": evaluation,
         "per_seed": per_seed,
     }

@@ -61,6 +61,8 @@ def greedy_actor(network: QNetwork, device: torch.device):
 
     @torch.no_grad()
     def act(obs: np.ndarray) -> np.ndarray:
+        # DoorsJax-v0 hands out read-only views of JAX buffers; torch wants writable memory.
+        obs = obs if obs.flags.writeable else obs.copy()
         return network(torch.as_tensor(obs, device=device)).argmax(dim=1).cpu().numpy()
 
     return act
@@ -131,7 +133,7 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
                 prune(trial, f"non-finite loss {losses[-1]} at step {global_step}")
 
         progress.update(config.num_envs, ret=finished[-1] if finished else float("nan"), eps=epsilon)
-        if next_eval is not None and global_step >= next_eval:
+        if next_eval is not None and global_step >= next_eval and iteration + 1 < config.num_iterations:
             next_eval += config.eval_every
             history.append(evaluate_and_report(act, config, tracker, global_step, start, losses, trial))
             if config.stop_when_solved and is_solved(history[-1]):
@@ -139,7 +141,7 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     progress.close()
     envs.close()
     evaluation = evaluate_greedy(act, params)
-    history.append(history_row(evaluation, tracker, global_step, start, losses))
+    history.append(history_row(evaluation, tracker, global_step, start, losses, config.epsilon(global_step)))
     return TrainResult(
         arm=ARM,
         config=config,
@@ -162,6 +164,8 @@ def save_model(result: TrainResult, path: str) -> None:
 def load_model(path: str, device: str = "cpu") -> tuple[QNetwork, DQNConfig]:
     """Reads a file of :func:`save_model` with ``weights_only=True`` (no pickled code runs)."""
     saved = torch.load(path, map_location=device, weights_only=True)
+    if not isinstance(saved, dict) or saved.get("arm") != ARM:
+        raise ValueError(f"{path!r} is not a torch DQN model written by dqn_torch.save_model")
     config = DQNConfig.from_dict(saved["config"])
     network = QNetwork(config.params.num_cells, config.hidden_sizes)
     network.load_state_dict(saved["state_dict"])

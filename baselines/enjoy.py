@@ -45,7 +45,9 @@ def load_policy(path: str | pathlib.Path) -> tuple[Callable[[np.ndarray], int], 
     return (lambda obs: int(apply(np.asarray(obs)))), config
 
 
-def enjoy(path: str | pathlib.Path, episodes: int = 1, out: str | pathlib.Path | None = None, seed: int = 0, fps: int = 8) -> dict[str, float]:
+def enjoy(
+    path: str | pathlib.Path, episodes: int = 1, out: str | pathlib.Path | None = None, seed: int = 0, fps: int = 8
+) -> dict[str, float]:
     """Plays ``episodes`` greedy episodes; writes a video to ``out`` or shows a window when ``out`` is None.
 
     Returns the success rate and mean return of the episodes played.
@@ -54,7 +56,10 @@ def enjoy(path: str | pathlib.Path, episodes: int = 1, out: str | pathlib.Path |
         raise ValueError(f"out={str(out)!r} has suffix {pathlib.Path(out).suffix!r}: expected .mp4 or .gif")
     policy, config = load_policy(path)
     env = gym.make(
-        "Doors-v0", grid_size=tuple(config.grid_size), n_doors=config.n_doors, max_episode_steps=config.max_episode_steps,
+        "Doors-v0",
+        grid_size=tuple(config.grid_size),
+        n_doors=config.n_doors,
+        max_episode_steps=config.max_episode_steps,
         render_mode="human" if out is None else "rgb_array",
     )
     frames, returns, successes = [], [], 0
@@ -76,6 +81,14 @@ def enjoy(path: str | pathlib.Path, episodes: int = 1, out: str | pathlib.Path |
     return {"success_rate": successes / episodes, "mean_return": float(np.mean(returns)), "frames": len(frames)}
 
 
+def describe(figures: dict[str, float], episodes: int, out: str | pathlib.Path | None) -> str:
+    """What ``enjoy`` printed: success, mean return and the file written."""
+    text = (
+        f"{episodes} greedy episode(s): success {figures['success_rate']:.2f}, mean return {figures['mean_return']:.3f}"
+    )
+    return text + (f"\nwrote {figures['frames']} frames to {out}" if out else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m baselines.enjoy", description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a .pt (torch) or .msgpack (Flax) file written by --save")
@@ -89,9 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = enjoy(args.model, args.episodes, args.out, args.seed)
     except ValueError as error:
         parser.error(str(error))
-    print(f"{args.episodes} greedy episode(s): success {figures['success_rate']:.2f}, mean return {figures['mean_return']:.3f}")
-    if args.out:
-        print(f"wrote {figures['frames']} frames to {args.out}")
+    print(describe(figures, args.episodes, args.out))
     return 0
 
 

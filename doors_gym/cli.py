@@ -115,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
             description="Load a model written by `doors-gym train --save` and play greedy episodes.",
         )
         enjoy.add_argument("model", help="a .pt (torch) or .msgpack (Flax) file")
-        enjoy.add_argument("--episodes", type=_positive_int, default=3, help="number of episodes (default: %(default)s)")
+        enjoy.add_argument(
+            "--episodes", type=_positive_int, default=3, help="number of episodes (default: %(default)s)"
+        )
         enjoy.add_argument("--out", type=pathlib.Path, default=None, help="write .mp4 or .gif instead of a window")
         enjoy.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
 
@@ -264,10 +266,8 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_enjoy(args: argparse.Namespace) -> int:
     """``doors-gym enjoy``: greedy episodes of a saved model."""
-    figures = _baselines_module("enjoy").enjoy(args.model, args.episodes, args.out, args.seed)
-    print(f"{args.episodes} greedy episode(s): success {figures['success_rate']:.2f}, mean return {figures['mean_return']:.3f}")
-    if args.out:
-        print(f"wrote {figures['frames']} frames to {args.out}")
+    enjoy = _baselines_module("enjoy")
+    print(enjoy.describe(enjoy.enjoy(args.model, args.episodes, args.out, args.seed), args.episodes, args.out))
     return 0
 
 

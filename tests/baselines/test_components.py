@@ -1,0 +1,181 @@
+"""The framework-free pieces every arm shares: replay buffer, episode tracker, encoding, greedy evaluation."""
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from doors_gym import core
+from doors_gym.core import AGENT, GOAL, DoorsParams
+from doors_gym.oracle import OraclePolicy, evaluate_oracle
+from doors_gym_baselines import common
+from doors_gym_baselines.common import EpisodeTracker, ReplayBuffer
+
+NUM_CELLS = 4
+
+
+def transitions(first: int, count: int):
+    """``count`` distinguishable transitions numbered from ``first`` (the number is in every field)."""
+    numbers = np.arange(first, first + count)
+    obs = np.repeat(numbers[:, None], NUM_CELLS, axis=1).astype(np.int8)
+    return obs, numbers.astype(np.int64), numbers.astype(np.float32), -obs, (numbers % 2).astype(np.float32)
+
+
+def test_replay_buffer_sample_shapes_and_dtypes():
+    buffer = ReplayBuffer(capacity=16, num_cells=NUM_CELLS, seed=0)
+    buffer.add(*transitions(1, 5))
+    assert buffer.size == 5
+    obs, actions, rewards, next_obs, terminated = buffer.sample(32)
+    assert obs.shape == next_obs.shape == (32, NUM_CELLS)
+    assert obs.dtype == next_obs.dtype == core.OBS_DTYPE
+    assert actions.shape == rewards.shape == terminated.shape == (32,)
+    assert actions.dtype == np.int64
+    assert rewards.dtype == np.float32 and terminated.dtype == np.float32
+    # Only stored transitions come back, each one intact.
+    assert set(actions.tolist()) <= {1, 2, 3, 4, 5}
+    np.testing.assert_array_equal(obs, np.repeat(actions[:, None], NUM_CELLS, axis=1))
+    np.testing.assert_array_equal(next_obs, -obs)
+    np.testing.assert_array_equal(rewards, actions.astype(np.float32))
+    np.testing.assert_array_equal(terminated, (actions % 2).astype(np.float32))
+
+
+def test_replay_buffer_wraps_around_and_caps_its_size():
+    buffer = ReplayBuffer(capacity=8, num_cells=NUM_CELLS, seed=0)
+    buffer.add(*transitions(1, 6))
+    assert buffer.size == 6
+    buffer.add(*transitions(7, 5))  # 11 transitions into 8 slots: 1, 2, 3 are overwritten
+    assert buffer.size == 8
+    assert sorted(buffer.actions.tolist()) == list(range(4, 12))
+    # The overwrite starts at the oldest slot: 9, 10, 11 sit where 1, 2, 3 were.
+    assert buffer.actions[:3].tolist() == [9, 10, 11]
+    buffer.add(*transitions(100, 20))  # more than the capacity in one call
+    assert buffer.size == 8
+    assert sorted(buffer.actions.tolist()) == list(range(112, 120))
+    sampled = buffer.sample(200)[1]
+    assert set(sampled.tolist()) <= set(range(112, 120))
+    assert len(set(sampled.tolist())) > 4
+
+
+def test_replay_buffer_sampling_is_seeded():
+    first, second, other = (ReplayBuffer(capacity=64, num_cells=NUM_CELLS, seed=seed) for seed in (3, 3, 4))
+    for buffer in (first, second, other):
+        buffer.add(*transitions(0, 64))
+    np.testing.assert_array_equal(first.sample(16)[1], second.sample(16)[1])
+    assert not np.array_equal(first.sample(16)[1], other.sample(16)[1])
+
+
+def test_episode_tracker_with_next_step_autoreset():
+    tracker = EpisodeTracker(num_envs=2, rolling_episodes=10)
+    tracker.start(np.array([True, True]), np.array([4.0, 5.0]))
+    none = np.array([False, False])
+    both = np.array([True, True])
+    # Step 1: both envs run.
+    assert tracker.record(np.array([1.0, 0.5]), none, none, both) == []
+    # Step 2: env 0 reaches the goal (return 3 in 2 steps).
+    assert tracker.record(np.array([2.0, 0.5]), np.array([True, False]), none, both) == [3.0]
+    # Step 3: env 0's step is its autoreset (not counted); env 1 is truncated (return 2 in 3 steps).
+    finished = tracker.record(np.array([99.0, 1.0]), none, np.array([False, True]), np.array([False, True]))
+    assert finished == [2.0]
+    tracker.start(np.array([True, False]), np.array([6.0, 123.0]))
+    # Step 4: env 0 reaches the goal again (return 0.5 in 1 step); env 1's step is its autoreset.
+    finished = tracker.record(np.array([0.5, 99.0]), np.array([True, False]), none, np.array([True, False]))
+    assert finished == [0.5]
+    assert tracker.episodes == 3
+    assert [episode[:3] for episode in tracker.window] == [(3.0, 2, True), (2.0, 3, False), (0.5, 1, True)]
+    summary = tracker.summary()
+    assert summary["rolling_reward"] == pytest.approx((3.0 + 2.0 + 0.5) / (2 + 3 + 1))
+    assert summary["train_success_rate"] == pytest.approx(2 / 3)
+    assert summary["train_normalised_return"] == pytest.approx((3.0 / 4.0 + 2.0 / 5.0 + 0.5 / 6.0) / 3)
+
+
+def test_episode_tracker_window_keeps_the_latest_episodes():
+    tracker = EpisodeTracker(num_envs=1, rolling_episodes=2)
+    one = np.array([True])
+    done = np.array([True])
+    for reward in (1.0, 2.0, 4.0):
+        tracker.start(one, np.array([1.0]))
+        tracker.record(np.array([reward]), done, np.array([False]), one)
+    assert tracker.episodes == 3
+    assert tracker.summary()["rolling_reward"] == pytest.approx((2.0 + 4.0) / 2)
+
+
+def test_episode_tracker_summary_is_nan_before_the_first_episode():
+    tracker = EpisodeTracker(num_envs=3, rolling_episodes=5)
+    tracker.start(np.ones(3, dtype=bool), np.ones(3))
+    tracker.record(np.ones(3), np.zeros(3, dtype=bool), np.zeros(3, dtype=bool), np.ones(3, dtype=bool))
+    summary = tracker.summary()
+    assert summary and all(math.isnan(value) for value in summary.values())
+
+
+def test_encode_gives_the_agent_and_goal_planes():
+    env = gym.make("Doors-v0")
+    obs, _ = env.reset(seed=5)
+    env.close()
+    num_cells = obs.shape[-1]
+    features = common.encode(obs)
+    assert features.shape == (2 * num_cells,)
+    assert features.dtype == np.float32
+    agent_plane, goal_plane = features[:num_cells], features[num_cells:]
+    np.testing.assert_array_equal(np.flatnonzero(agent_plane), np.flatnonzero(obs == AGENT))
+    np.testing.assert_array_equal(np.flatnonzero(goal_plane), np.flatnonzero(obs == GOAL))
+    assert agent_plane.sum() == 1 and goal_plane.sum() == 1
+    batch = np.stack([obs, obs])
+    assert common.encode(batch).shape == (2, 2 * num_cells)
+
+
+def test_all_start_states_covers_every_pair():
+    params = DoorsParams()
+    states = common.all_start_states(params)
+    width = params.width
+    assert len(states.agent_col) == width * width
+    pairs = set(zip(np.asarray(states.agent_col).tolist(), np.asarray(states.goal_col).tolist()))
+    assert pairs == {(a, g) for a in range(width) for g in range(width)}
+    assert np.all(np.asarray(states.agent_row) == params.height - 1)
+    assert np.all(np.asarray(states.goal_row) == 0)
+    assert np.all(np.asarray(states.time) == 0)
+
+
+def random_act(seed: int):
+    rng = np.random.default_rng(seed)
+    return lambda obs: rng.integers(0, 5, len(obs))
+
+
+def test_evaluate_greedy_with_the_oracle():
+    params = DoorsParams()
+    evaluation = common.evaluate_greedy(OraclePolicy(params), params)
+    assert evaluation.episodes == params.width * params.width
+    assert evaluation.success_rate == 1.0
+    assert evaluation.solved
+    assert abs(evaluation.mean_step_reward - 0.776) < 5e-4
+    # The same figure as the oracle's own single-env evaluation.
+    assert evaluation.mean_step_reward == pytest.approx(evaluate_oracle(params).mean_step_reward, abs=1e-9)
+    assert evaluation.normalised_return > 0.9
+
+
+def test_evaluate_greedy_matches_the_oracle_on_another_layout():
+    params = DoorsParams(grid_size=(5, 7), n_doors=2, max_episode_steps=30)
+    evaluation = common.evaluate_greedy(OraclePolicy(params), params)
+    oracle = evaluate_oracle(params)
+    assert evaluation.episodes == 49
+    assert evaluation.success_rate == oracle.success_rate == 1.0
+    assert evaluation.mean_step_reward == pytest.approx(oracle.mean_step_reward, abs=1e-9)
+    assert evaluation.mean_return == pytest.approx(oracle.returns.mean(), abs=1e-9)
+
+
+def test_evaluate_greedy_with_a_random_policy_is_clearly_worse():
+    params = DoorsParams()
+    oracle = common.evaluate_greedy(OraclePolicy(params), params)
+    random = common.evaluate_greedy(random_act(0), params)
+    assert random.episodes == oracle.episodes
+    assert random.success_rate < 0.5
+    assert random.mean_step_reward < oracle.mean_step_reward - 0.4
+    assert not random.solved
+
+
+def test_evaluate_greedy_of_a_policy_that_stays():
+    params = DoorsParams()
+    evaluation = common.evaluate_greedy(lambda obs: np.full(len(obs), core.STAY), params)
+    assert evaluation.success_rate == 0.0
+    assert evaluation.mean_step_reward == 0.0
+    assert evaluation.mean_return == 0.0

@@ -1,0 +1,152 @@
+"""Saved models: save -> load gives identical Q-values and config; ``enjoy`` writes playable videos."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from doors_gym import cli, rendering
+from doors_gym_baselines import enjoy
+
+FLAX_SCAN_SEEDS = 2
+
+
+@pytest.fixture(scope="module")
+def observations() -> np.ndarray:
+    """``(40, H * W)`` int8 observations of ``Doors-v0``: resets and a few random steps after them."""
+    env = gym.make("Doors-v0")
+    rng = np.random.default_rng(0)
+    batch = []
+    for seed in range(20):
+        obs, _ = env.reset(seed=seed)
+        batch.append(obs)
+        for _ in range(3):
+            obs, *_ = env.step(int(rng.integers(0, 5)))
+        batch.append(obs)
+    env.close()
+    return np.stack(batch)
+
+
+def torch_q_values(network, observations):
+    import torch
+
+    with torch.no_grad():
+        return network(torch.as_tensor(observations)).numpy()
+
+
+def flax_q_values(network, params, observations):
+    return np.asarray(network.apply(params, observations))
+
+
+def test_torch_save_load_gives_identical_q_values(trained, observations, tmp_path):
+    dqn_torch, result = trained("torch", "Doors-v0")
+    path = tmp_path / "model.pt"
+    dqn_torch.save_model(result, str(path))
+    network, config = dqn_torch.load_model(str(path))
+    expected = torch_q_values(result.model, observations)
+    loaded = torch_q_values(network, observations)
+    assert loaded.shape == (len(observations), 5)
+    np.testing.assert_array_equal(loaded, expected)
+    assert config == result.config
+    assert not network.training  # loaded for inference
+    # The file holds plain types and tensors only: it loads with weights_only=True.
+    import torch
+
+    saved = torch.load(path, weights_only=True)
+    assert saved["arm"] == "torch"
+    assert saved["config"] == result.config.to_dict()
+
+
+def test_flax_save_load_gives_identical_q_values(trained, observations, tmp_path):
+    dqn_flax, result = trained("flax", "DoorsJax-v0")
+    path = tmp_path / "model.msgpack"
+    dqn_flax.save_model(result, str(path))
+    network, params, config = dqn_flax.load_model(str(path))
+    trained_network, trained_params = result.model
+    expected = flax_q_values(trained_network, trained_params, observations)
+    loaded = flax_q_values(network, params, observations)
+    assert loaded.shape == (len(observations), 5)
+    np.testing.assert_array_equal(loaded, expected)
+    assert config == result.config
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed_index", [0, 1])
+def test_flax_scan_saves_one_seed_in_the_flax_format(trained, observations, tmp_path, seed_index, load_arm):
+    jax = pytest.importorskip("jax")
+    dqn_flax = load_arm("flax")
+    dqn_flax_scan, result = trained("flax-scan", num_seeds=FLAX_SCAN_SEEDS)
+    path = tmp_path / "scan.msgpack"
+    dqn_flax_scan.save_model(result, str(path), seed_index=seed_index)
+    network, params, config = dqn_flax.load_model(str(path))
+    trained_network, stacked = result.model
+    per_seed = [
+        flax_q_values(trained_network, jax.tree.map(lambda leaf, i=i: leaf[i], stacked), observations)
+        for i in range(FLAX_SCAN_SEEDS)
+    ]
+    loaded = flax_q_values(network, params, observations)
+    np.testing.assert_array_equal(loaded, per_seed[seed_index])
+    assert not np.array_equal(loaded, per_seed[1 - seed_index])
+    assert config == result.config
+
+
+@pytest.mark.parametrize("arm, suffix", [("torch", ".pt"), ("flax", ".msgpack")])
+@pytest.mark.parametrize("video", [".mp4", ".gif"])
+def test_enjoy_writes_a_playable_video(trained, tmp_path, arm, suffix, video):
+    module, result = trained(arm, "Doors-v0")
+    model_path = tmp_path / f"model{suffix}"
+    module.save_model(result, str(model_path))
+    out = tmp_path / f"greedy{video}"
+    figures = enjoy.enjoy(model_path, episodes=2, out=out)
+    assert out.is_file()
+    frames = rendering.read_video_frame_count(out)
+    assert frames > 1
+    assert frames == figures["frames"]
+    # One frame per reset and per step: at least two frames per episode, at most the time limit plus one.
+    assert 2 * 2 <= figures["frames"] <= 2 * (result.config.max_episode_steps + 1)
+    assert 0.0 <= figures["success_rate"] <= 1.0
+
+
+def test_enjoy_plays_the_greedy_policy_of_the_model(trained, tmp_path):
+    dqn_torch, result = trained("torch", "Doors-v0")
+    model_path = tmp_path / "model.pt"
+    dqn_torch.save_model(result, str(model_path))
+    policy, config = enjoy.load_policy(model_path)
+    assert config == result.config
+    env = gym.make("Doors-v0")
+    obs, _ = env.reset(seed=3)
+    env.close()
+    expected = int(torch_q_values(result.model, obs[None]).argmax())
+    assert policy(obs) == expected
+
+
+def test_enjoy_with_a_missing_file_raises_value_error(tmp_path):
+    missing = tmp_path / "nowhere.pt"
+    with pytest.raises(ValueError, match="nowhere.pt"):
+        enjoy.enjoy(missing, episodes=1, out=tmp_path / "x.gif")
+    assert not (tmp_path / "x.gif").exists()
+
+
+def test_enjoy_with_a_bad_video_suffix_raises_value_error(tmp_path):
+    with pytest.raises(ValueError, match=r"\.avi"):
+        enjoy.enjoy(tmp_path / "model.pt", episodes=1, out=tmp_path / "x.avi")
+
+
+def test_cli_enjoy_writes_a_gif(trained, tmp_path, capsys):
+    dqn_flax, result = trained("flax", "Doors-v0")
+    model_path = tmp_path / "model.msgpack"
+    dqn_flax.save_model(result, str(model_path))
+    out = tmp_path / "x.gif"
+    assert cli.main(["enjoy", str(model_path), "--episodes", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    frames = rendering.read_video_frame_count(out)
+    assert frames > 1
+    assert f"wrote {frames} frames to {out}" in printed
+    assert "1 greedy episode(s)" in printed
+
+
+def test_cli_enjoy_with_a_missing_file_exits_2(tmp_path, capsys):
+    pytest.importorskip("torch")
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["enjoy", str(tmp_path / "nowhere.pt"), "--out", str(tmp_path / "x.gif")])
+    assert caught.value.code == 2
+    assert "nowhere.pt" in capsys.readouterr().err
