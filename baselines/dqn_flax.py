@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from doors_gym.core import AGENT, GOAL
+
 from .common import (
     DQNConfig,
     EpisodeTracker,
@@ -35,18 +37,55 @@ ARM = "flax"
 
 
 class QNetwork(nn.Module):
-    """MLP from the agent and goal planes to one Q-value per action."""
+    """MLP from the agent and goal planes to one Q-value per action.
+
+    The first layer is a Dense layer over the one-hot agent and goal planes
+    (``2 * H * W`` inputs). A one-hot input selects one kernel row per plane,
+    so it is computed as those two rows: the same function and parameters,
+    without multiplying zeros.
+    """
 
     hidden_sizes: tuple[int, ...]
     num_actions: int = 5
 
     @nn.compact
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        """``(batch, H * W)`` int8 observations -> ``(batch, 5)`` Q-values."""
-        features = jnp.concatenate([obs == 1, obs == 3], axis=-1).astype(jnp.float32)
-        for hidden in self.hidden_sizes:
+    def __call__(self, obs: jax.Array | tuple[jax.Array, jax.Array, jax.Array]) -> jax.Array:
+        """``(batch, H * W)`` int8 observations -> ``(batch, 5)`` Q-values.
+
+        Also takes ``(agent_cell, goal_cell, goal_visible, num_cells)`` read off env states
+        directly (see :func:`cells_of_states`): the same input, without building the grid.
+        """
+        if isinstance(obs, tuple):
+            agent, goal, goal_visible, num_cells = obs
+        else:
+            agent, goal, goal_visible, num_cells = cells_of_observations(obs)
+        kernel = self.param("planes_kernel", nn.initializers.lecun_normal(), (2 * num_cells, self.hidden_sizes[0]))
+        bias = self.param("planes_bias", nn.initializers.zeros_init(), (self.hidden_sizes[0],))
+        features = nn.relu(kernel[agent] + jnp.where(goal_visible[:, None], kernel[num_cells + goal], 0.0) + bias)
+        for hidden in self.hidden_sizes[1:]:
             features = nn.relu(nn.Dense(hidden)(features))
         return nn.Dense(self.num_actions)(features)
+
+
+def cells_of_observations(obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, int]:
+    """``(agent_cell, goal_cell, goal_visible, num_cells)`` of a batch of observations.
+
+    Exactly one agent cell and at most one goal cell: a sum of cell indices
+    finds them (a plain reduction; XLA's argmax is a slow two-value reduction
+    on CPUs). The goal is hidden once the agent stands on it.
+    """
+    num_cells = obs.shape[-1]
+    cells = jnp.arange(num_cells, dtype=jnp.int32)
+    is_goal = obs == GOAL
+    agent = jnp.sum(jnp.where(obs == AGENT, cells, 0), axis=-1)
+    return agent, jnp.sum(jnp.where(is_goal, cells, 0), axis=-1), jnp.any(is_goal, axis=-1), num_cells
+
+
+def cells_of_states(state: Any, width: int, num_cells: int) -> tuple[jax.Array, jax.Array, jax.Array, int]:
+    """What :func:`cells_of_observations` reads off ``observation(state)``, computed from the state."""
+    agent = state.agent_row * width + state.agent_col
+    goal = state.goal_row * width + state.goal_col
+    return agent, goal, agent != goal, num_cells
 
 
 class LearnerState(NamedTuple):

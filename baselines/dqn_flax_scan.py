@@ -26,7 +26,7 @@ from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
 from .common import DQNConfig, Evaluation, Progress, TrainResult, evaluate_greedy, is_solved, prune, report, run_cli
-from .dqn_flax import LearnerState, QNetwork, load_model, make_optimizer
+from .dqn_flax import LearnerState, QNetwork, cells_of_states, load_model, make_optimizer
 from .dqn_flax import save_model as save_flax_model
 
 ARM = "flax-scan"
@@ -87,7 +87,6 @@ def make_train(
     )
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
     capacity, window = config.buffer_size, config.rolling_episodes
-    observe = jax.vmap(F.observation, in_axes=(0, None))
 
     def init(key: jax.Array) -> Runner:
         network_key, env_key, loop_key = jax.random.split(key, 3)
@@ -129,12 +128,15 @@ def make_train(
     def update(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
         buffer = runner.buffer
         index = jax.random.randint(key, (config.batch_size,), 0, jnp.maximum(buffer.size, 1))
-        take = lambda tree: jax.tree.map(lambda field: field[index], tree)  # noqa: E731
+        # The network reads the agent and goal cells; from stored states they need no grid.
+        cells = lambda tree: cells_of_states(  # noqa: E731
+            jax.tree.map(lambda field: field[index], tree), params.width, params.num_cells
+        )
         batch = (
-            observe(take(buffer.state), params),
+            cells(buffer.state),
             buffer.action[index],
             buffer.reward[index],
-            observe(take(buffer.next_state), params),
+            cells(buffer.next_state),
             buffer.terminated[index],
         )
         learner = runner.learner

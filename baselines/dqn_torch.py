@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from doors_gym.core import AGENT, GOAL
+
 from .common import (
     DQNConfig,
     EpisodeTracker,
@@ -32,13 +34,21 @@ ARM = "torch"
 
 
 class QNetwork(nn.Module):
-    """MLP from the agent and goal planes to one Q-value per action."""
+    """MLP from the agent and goal planes to one Q-value per action.
+
+    The first layer is a linear layer over the one-hot agent and goal planes
+    (``2 * H * W`` inputs). A one-hot input selects one weight column per
+    plane, so it is computed as those two columns: the same function and
+    parameters, without multiplying zeros.
+    """
 
     def __init__(self, num_cells: int, hidden_sizes: tuple[int, ...], num_actions: int = 5) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        width = 2 * num_cells
-        for hidden in hidden_sizes:
+        self.num_cells = num_cells
+        self.planes = nn.Linear(2 * num_cells, hidden_sizes[0])
+        layers: list[nn.Module] = [nn.ReLU()]
+        width = hidden_sizes[0]
+        for hidden in hidden_sizes[1:]:
             layers += [nn.Linear(width, hidden), nn.ReLU()]
             width = hidden
         layers.append(nn.Linear(width, num_actions))
@@ -46,8 +56,13 @@ class QNetwork(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """``(batch, H * W)`` int8 observations -> ``(batch, 5)`` Q-values."""
-        features = torch.cat([obs == 1, obs == 3], dim=-1).float()
-        return self.network(features)
+        agent = (obs == AGENT).to(torch.uint8).argmax(dim=1)
+        is_goal = obs == GOAL
+        goal = is_goal.to(torch.uint8).argmax(dim=1)
+        goal_visible = is_goal.any(dim=1, keepdim=True)  # the agent covers a reached goal
+        rows = self.planes.weight.t()
+        first = rows[agent] + rows[self.num_cells + goal] * goal_visible + self.planes.bias
+        return self.network(first)
 
 
 def make_optimizer(config: DQNConfig, parameters: Any) -> torch.optim.Optimizer:
