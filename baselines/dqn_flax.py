@@ -61,7 +61,9 @@ class QNetwork(nn.Module):
             agent, goal, goal_visible, num_cells = cells_of_observations(obs)
         kernel = self.param("planes_kernel", nn.initializers.lecun_normal(), (2 * num_cells, self.hidden_sizes[0]))
         bias = self.param("planes_bias", nn.initializers.zeros_init(), (self.hidden_sizes[0],))
-        features = nn.relu(kernel[agent] + jnp.where(goal_visible[:, None], kernel[num_cells + goal], 0.0) + bias)
+        rows = jnp.take(kernel, agent, axis=0)  # jnp.take: params restored from a file are NumPy arrays
+        goal_rows = jnp.take(kernel, num_cells + goal, axis=0)
+        features = nn.relu(rows + jnp.where(goal_visible[:, None], goal_rows, 0.0) + bias)
         for hidden in self.hidden_sizes[1:]:
             features = nn.relu(nn.Dense(hidden)(features))
         return nn.Dense(self.num_actions)(features)
@@ -236,7 +238,8 @@ def load_model(path: str) -> tuple[QNetwork, Any, DQNConfig]:
     config = DQNConfig.from_dict(payload["config"])
     network = QNetwork(tuple(config.hidden_sizes))
     template = network.init(jax.random.key(0), jnp.zeros((1, config.params.num_cells), dtype=jnp.int8))
-    return network, flax.serialization.from_state_dict(template, payload["params"]), config
+    params = jax.tree.map(jnp.asarray, flax.serialization.from_state_dict(template, payload["params"]))
+    return network, params, config
 
 
 def main(argv: list[str] | None = None) -> int:
