@@ -104,10 +104,10 @@ def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
     return optax.sgd(config.learning_rate)
 
 
-def make_update(network: QNetwork, optimizer: optax.GradientTransformation, config: DQNConfig):
-    """The jitted gradient step: ``update(state, batch) -> (state, loss)``."""
+def make_loss(network: QNetwork, config: DQNConfig):
+    """The TD loss ``loss(params, target_params, batch)``, shared with the fully jitted arm."""
 
-    def loss_function(params: Any, target_params: Any, batch: tuple[jax.Array, ...]) -> jax.Array:
+    def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...]) -> jax.Array:
         obs, actions, rewards, next_obs, terminated = batch
         next_values = network.apply(target_params, next_obs).max(axis=1)
         # Bootstrap through truncation: only termination cuts the return.
@@ -116,6 +116,13 @@ def make_update(network: QNetwork, optimizer: optax.GradientTransformation, conf
         if config.loss == "huber":
             return optax.huber_loss(values, targets, delta=1.0).mean()
         return jnp.mean((values - targets) ** 2)
+
+    return loss_function
+
+
+def make_update(network: QNetwork, optimizer: optax.GradientTransformation, config: DQNConfig):
+    """The jitted gradient step: ``update(state, batch) -> (state, loss)``."""
+    loss_function = make_loss(network, config)
 
     @jax.jit
     def update(state: LearnerState, batch: tuple[jax.Array, ...]) -> tuple[LearnerState, jax.Array]:

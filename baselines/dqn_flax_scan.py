@@ -26,7 +26,7 @@ from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
 from .common import DQNConfig, Evaluation, Progress, TrainResult, evaluate_greedy, is_solved, prune, report, run_cli
-from .dqn_flax import LearnerState, QNetwork, cells_of_states, load_model, make_optimizer
+from .dqn_flax import LearnerState, QNetwork, cells_of_states, load_model, make_loss, make_optimizer
 from .dqn_flax import save_model as save_flax_model
 
 ARM = "flax-scan"
@@ -115,15 +115,7 @@ def make_train(
         )
         return Runner(learner, env_state, obs, buffer, episodes, jnp.int32(0), loop_key)
 
-    def loss_function(network_params: Any, target_params: Any, batch: tuple[jax.Array, ...]) -> jax.Array:
-        obs, actions, rewards, next_obs, terminated = batch
-        next_values = network.apply(target_params, next_obs).max(axis=1)
-        # Bootstrap through truncation: only termination cuts the return.
-        targets = jax.lax.stop_gradient(rewards + config.gamma * next_values * (1.0 - terminated))
-        values = jnp.take_along_axis(network.apply(network_params, obs), actions[:, None], axis=1).squeeze(1)
-        if config.loss == "huber":
-            return optax.huber_loss(values, targets, delta=1.0).mean()
-        return jnp.mean((values - targets) ** 2)
+    loss_function = make_loss(network, config)
 
     def update(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
         buffer = runner.buffer
