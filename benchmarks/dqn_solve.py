@@ -50,12 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--total-steps", type=int, default=None, help="budget per arm (overrides --quick)")
     parser.add_argument("--eval-every", type=int, default=20_000, help="env steps between evaluations (default 20000)")
     parser.add_argument("--only", nargs="+", default=None, help="run only the arms whose name contains one of these")
+    parser.add_argument("--hidden-sizes", type=int, nargs="+", default=None, help="network widths for every arm")
     parser.add_argument("--json", type=pathlib.Path, default=None, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     total_steps = args.total_steps or (120_000 if args.quick else 600_000)
     if total_steps < 1 or args.eval_every < 1:
         parser.error("--total-steps and --eval-every must be >= 1")
     base = common.DQNConfig(total_steps=total_steps, eval_every=args.eval_every, stop_when_solved=True, quiet=True)
+    if args.hidden_sizes:
+        base = dataclasses.replace(base, hidden_sizes=tuple(args.hidden_sizes))
     oracle = evaluate_oracle()
 
     rows, results = [], {}
