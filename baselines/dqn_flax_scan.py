@@ -13,6 +13,7 @@ not observations: the observation of a sampled batch is rebuilt by the same
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -235,10 +236,15 @@ def rolling_figures(episodes: Episodes) -> dict[str, np.ndarray]:
 
 
 def seed_actor(network: QNetwork, stacked_params: Any, seed_index: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Greedy actions of one seed's parameters, for host-side evaluation."""
+    """Greedy actions of one seed's parameters, for host-side evaluation (compiled once per network)."""
+    apply = _greedy_apply(network)
     own = jax.tree.map(lambda leaf: leaf[seed_index], stacked_params)
-    apply = jax.jit(lambda obs: network.apply(own, obs).argmax(axis=1))
-    return lambda obs: np.asarray(apply(obs))
+    return lambda obs: np.asarray(apply(own, obs))
+
+
+@functools.lru_cache(maxsize=8)
+def _greedy_apply(network: QNetwork) -> Callable[[Any, Any], jax.Array]:
+    return jax.jit(lambda params, obs: network.apply(params, obs).argmax(axis=1))
 
 
 def _nanmean(values: np.ndarray) -> float:
