@@ -160,7 +160,8 @@ def encode(obs: np.ndarray) -> np.ndarray:
     """Network input: one-hot planes of the agent and of the goal, float32 ``(..., 2 * H * W)``.
 
     The wall plane is left out: it is the same in every observation of a layout.
-    The torch and Flax arms implement this same function in their own array type.
+    The torch and Flax networks apply a linear layer to these planes, computed
+    as the two weight rows the one-hot planes select.
     """
     return np.concatenate([obs == AGENT, obs == GOAL], axis=-1).astype(np.float32)
 
@@ -300,12 +301,11 @@ def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams
     pass is exact. These episodes are never used for training.
     """
     limit = params.max_episode_steps or core.DEFAULT_MAX_EPISODE_STEPS
-    envs = DoorsVectorEnv(
-        len(all_start_states(params).agent_col), params.grid_size, door_cols=params.door_cols, max_episode_steps=limit
-    )
+    starts = all_start_states(params)
+    envs = DoorsVectorEnv(len(starts.agent_col), params.grid_size, door_cols=params.door_cols, max_episode_steps=limit)
     envs.reset(seed=0)
-    obs = envs.set_state(all_start_states(params))
-    start_distance = np.asarray(core.state_distance(all_start_states(params)), dtype=np.float64)
+    obs = envs.set_state(starts)
+    start_distance = np.asarray(core.state_distance(starts), dtype=np.float64)
     returns = np.zeros(envs.num_envs)
     lengths = np.zeros(envs.num_envs, dtype=np.int64)
     success = np.zeros(envs.num_envs, dtype=bool)

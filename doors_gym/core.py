@@ -308,21 +308,21 @@ def _put_last_axis(xp: Any, grid: Any, index: Any, value: int) -> Any:
     return xp.put_along_axis(grid, index, OBS_DTYPE(value), axis=-1, inplace=False)
 
 
-def all_transitions(params: DoorsParams) -> tuple[np.ndarray, np.ndarray]:
+@functools.lru_cache(maxsize=64)
+def all_transitions(params: DoorsParams) -> np.ndarray:
     """``move`` over every (cell, action) pair, for table-driven NumPy stepping.
 
     Returns:
-        ``(next_cell, blocked_or_clipped)``: ``next_cell`` is ``(H * W, 5)`` int
-        of flat cell indices; the second array marks pairs where the agent did
-        not move although the action was not ``stay``.
+        ``(H * W, 5)`` int32 flat cell index after each action from each cell
+        (read-only, cached per layout).
     """
     cells = np.arange(params.num_cells, dtype=POSITION_DTYPE)
     row, col = np.divmod(cells, params.width)
     actions = np.arange(NUM_ACTIONS, dtype=POSITION_DTYPE)
     new_row, new_col = move(params, row[:, None], col[:, None], actions[None, :])
     next_cell = new_row * params.width + new_col
-    stuck = (next_cell == cells[:, None]) & (actions[None, :] != STAY)
-    return next_cell, stuck
+    next_cell.setflags(write=False)
+    return next_cell
 
 
 def distances_to(params: DoorsParams, goal_row: int, goal_col: int) -> np.ndarray:

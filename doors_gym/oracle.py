@@ -19,7 +19,7 @@ def path_lengths(params: DoorsParams, goal_cell: int) -> np.ndarray:
     Breadth-first search as repeated relaxation over the transition table of
     :func:`doors_gym.core.all_transitions`, so it follows the env's own rules.
     """
-    next_cell, _ = core.all_transitions(params)
+    next_cell = core.all_transitions(params)
     lengths = np.full(params.num_cells, UNREACHABLE, dtype=np.int64)
     lengths[goal_cell] = 0
     while True:
@@ -38,7 +38,7 @@ def greedy_actions(params: DoorsParams, goal_cell: int) -> np.ndarray:
     Among the actions that shorten the path by one step, the one with the
     largest reward (ties: lowest action index); ``stay`` on the goal.
     """
-    next_cell, _ = core.all_transitions(params)
+    next_cell = core.all_transitions(params)
     lengths = path_lengths(params, goal_cell).astype(np.int64)
     distances = core.distances_to(params, *divmod(goal_cell, params.width))
     rewards = core.reward(distances[:, None], distances[next_cell])

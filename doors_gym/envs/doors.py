@@ -138,7 +138,7 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
         self.palette = rendering.make_palette(colors)
         self.observation_space, self.action_space = make_spaces(self.params)
 
-        next_cell, _ = core.all_transitions(self.params)
+        next_cell = core.all_transitions(self.params)
         self._next_cell_table = next_cell
         self._next_cell = next_cell.tolist()
         self._layout = self.params.layout.reshape(-1)

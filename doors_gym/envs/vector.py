@@ -78,7 +78,7 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
-        next_cell, _ = core.all_transitions(self.params)
+        next_cell = core.all_transitions(self.params)
         self._next_cell = next_cell.astype(np.intp).reshape(-1)
         num_cells = self.params.num_cells
         self._distance_table = None
