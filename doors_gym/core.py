@@ -202,7 +202,8 @@ def move(params: DoorsParams, row: Any, col: Any, action: Any, xp: Any = np) -> 
 
     Args:
         params: the layout.
-        row, col: integer arrays, the agent's position (any batch shape).
+        row: integer array, the agent's row (any batch shape).
+        col: integer array of the same shape, the agent's column.
         action: integer array broadcastable to ``row``; values outside ``0..4``
             move nowhere (validation belongs to the shells).
         xp: ``numpy`` or ``jax.numpy``.
@@ -256,8 +257,11 @@ def initial_state(params: DoorsParams, agent_col: Any, goal_col: Any, xp: Any = 
     """The start of an episode: agent on the bottom row, goal on the top row, time 0.
 
     Args:
-        agent_col, goal_col: integer arrays in ``[0, W)``; the shells draw them
-            independently and uniformly.
+        params: the layout.
+        agent_col: integer array in ``[0, W)``, the agent's column on the bottom row.
+        goal_col: integer array in ``[0, W)``, the goal's column on the top row; the
+            shells draw both independently and uniformly.
+        xp: ``numpy`` or ``jax.numpy``.
     """
     agent_col = xp.asarray(agent_col, dtype=POSITION_DTYPE)
     goal_col = xp.asarray(goal_col, dtype=POSITION_DTYPE)

@@ -199,7 +199,8 @@ def rollout(
         key: a PRNG key.
         policy: ``policy(key, obs) -> action`` for one env (it is vmapped), e.g.
             ``lambda k, o: jax.random.randint(k, (), 0, 5)``.
-        num_envs, num_steps: static sizes.
+        num_envs: the number of envs (static).
+        num_steps: the number of steps (static).
         params: the layout and time limit.
 
     Returns:
