@@ -8,9 +8,9 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # torch first, pinned: the CPU build is what this machine serves; an unpinned
 # torch (or a range pulled in later) would fetch a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
-EXTRAS ?= test,bench
+EXTRAS ?= test,bench,docs,release
 
-.PHONY: main test setup clean
+.PHONY: main test setup clean docs wheel-test
 
 setup: $(STAMP)
 
@@ -29,5 +29,13 @@ main: $(STAMP)
 test: $(STAMP)
 	SDL_VIDEODRIVER=dummy SDL_AUDIODRIVER=dummy $(BIN)/python -m pytest
 
+# The documentation site, warnings as errors (site/); `$(BIN)/mkdocs serve` previews it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Build the wheel and sdist, check them, and try the wheel in a clean venv.
+wheel-test: $(STAMP)
+	PYTHON=$(BIN)/python bash .ci/wheel_test.sh
+
 clean:
-	rm -rf $(VENV) out build dist *.egg-info
+	rm -rf $(VENV) out build dist site *.egg-info
