@@ -114,7 +114,7 @@ action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubP
 print(" ".join(action.choices))
 ')"
 echo "subcommands: $commands"
-for required in play render oracle train enjoy; do
+for required in play render oracle train enjoy tune compare; do
     [[ " $commands " == *" $required "* ]] || {
         echo "doors-gym lacks the subcommand $required" >&2
         exit 1

@@ -338,6 +338,7 @@ def _history_row(
             "seed": config.seed + i,
             "greedy_success_rate": e.success_rate,
             "greedy_step_reward": e.mean_step_reward,
+            "greedy_normalised_return": e.normalised_return,
             "rolling_reward": float(rolling["rolling_reward"][i]),
         }
         for i, e in enumerate(evaluations)

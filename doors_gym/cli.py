@@ -120,6 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
         )
         enjoy.add_argument("--out", type=pathlib.Path, default=None, help="write .mp4 or .gif instead of a window")
         enjoy.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
+        tune = commands.add_parser(
+            "tune",
+            help="tune a DQN arm with Optuna (TPE + Hyperband), tracked in MLflow",
+            description="Run (or resume, or join as another worker) an Optuna study over one arm's hyperparameters. "
+            "Storage: a local SQLite file unless --storage names another SQLAlchemy URL (PostgreSQL for workers on "
+            "several machines). Every trial is a nested MLflow run under the study's parent run.",
+        )
+        _baselines_module("tuning").add_arguments(tune)
+        compare = commands.add_parser(
+            "compare",
+            help="train every arm over several seeds and print the study's Table 2, reproduced",
+            description="Train each arm over several seeds, evaluate greedily and write a table (Markdown and CSV) "
+            "and learning curves, beside the oracle and the study's published figures; everything goes to MLflow. "
+            "A killed comparison resumes from its finished runs.",
+        )
+        _baselines_module("compare").add_arguments(compare)
 
     commands.add_parser(
         "oracle",
@@ -264,6 +280,23 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_tune(args: argparse.Namespace) -> int:
+    """``doors-gym tune``: one worker of an Optuna study."""
+    tuning = _baselines_module("tuning")
+    study = tuning.tune(tuning.options_from_arguments(args))
+    print(tuning.describe(study))
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """``doors-gym compare``: every arm over several seeds, the table and the plot."""
+    compare = _baselines_module("compare")
+    outcome = compare.compare(compare.options_from_arguments(args))
+    print(outcome["table"])
+    print("wrote " + ", ".join(str(path) for path in outcome["paths"].values()))
+    return 0
+
+
 def run_enjoy(args: argparse.Namespace) -> int:
     """``doors-gym enjoy``: greedy episodes of a saved model."""
     enjoy = _baselines_module("enjoy")
@@ -275,7 +308,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``doors-gym`` console script and ``python -m doors_gym``."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"render": run_render, "play": run_play, "oracle": run_oracle, "train": run_train, "enjoy": run_enjoy}
+    handlers = {
+        "render": run_render,
+        "play": run_play,
+        "oracle": run_oracle,
+        "train": run_train,
+        "enjoy": run_enjoy,
+        "tune": run_tune,
+        "compare": run_compare,
+    }
     try:
         return handlers[args.command](args)
     except ValueError as error:

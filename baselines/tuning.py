@@ -1,0 +1,565 @@
+"""Optuna studies over the DQN arms, tracked in MLflow (``doors-gym tune``).
+
+One study per arm, sampled by a seeded ``TPESampler`` and pruned by a
+``HyperbandPruner`` on the greedy evaluations the arm reports while it trains
+in-process. The study lives in an RDB storage: a local SQLite file by default,
+opened with ``load_if_exists=True`` so a killed study resumes, or any
+SQLAlchemy URL (``postgresql+psycopg2://user:password@host/db``) so several
+worker processes, on one machine or many, share a study: start the same
+command in each worker, with its own ``--worker`` index.
+
+``--n-trials`` counts the study's finished (complete or pruned) trials across
+restarts and workers. A trial that was running when its process died is
+failed by Optuna's heartbeat once ``grace_period`` seconds have passed without
+a beat, and its MLflow run is marked ``KILLED``; it is never counted.
+
+MLflow: one parent run per study (tag ``doors_gym.study``), reopened by every
+worker and every restart; a nested run per trial with the config as params,
+the sampled coordinates as ``search.*`` params, every evaluation as metrics
+with ``step=`` env steps, tags (arm, framework, env id, package version, git
+commit, trial number) and the trained model; the Optuna plots (optimization
+history, param importances, contour) as HTML and PNG and the best params on
+the parent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import re
+import socket
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import tracking
+from .common import ARMS, DQNConfig, get_arm, learning_score, load_arm_module
+
+DEFAULT_STORAGE = "sqlite:///optuna.db"
+DEFAULT_EXPERIMENT = "doors-gym-tune"
+DEFAULT_TOTAL_STEPS = 100_000
+DEFAULT_EVAL_EVERY = 10_000
+TUNING_SEED = 0
+"""Training seed of every tuning trial; ``compare`` trains on other seeds."""
+HEARTBEAT_INTERVAL = 10
+GRACE_PERIOD = 60
+STUDY_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+FINISHED = ("COMPLETE", "PRUNED")
+
+
+def suggest_config(trial: Any, base: DQNConfig) -> DQNConfig:
+    """Samples the search space into ``base``, in well-conditioned coordinates.
+
+    Log learning rate, ``1 - gamma`` on a log scale, powers of two for batch,
+    buffer and widths, log target update period and learning starts. Works with
+    an ``optuna.trial.FixedTrial`` too, which turns a study's best params back
+    into a config.
+    """
+    one_minus_gamma = trial.suggest_float("one_minus_gamma", 0.005, 0.2, log=True)
+    depth = trial.suggest_int("depth", 1, 3)
+    width = 2 ** trial.suggest_int("log2_width", 5, 8)
+    return dataclasses.replace(
+        base,
+        learning_rate=trial.suggest_float("learning_rate", 3e-5, 1e-2, log=True),
+        optimizer=trial.suggest_categorical("optimizer", ["adam", "sgd"]),
+        gamma=round(1.0 - one_minus_gamma, 6),
+        batch_size=2 ** trial.suggest_int("log2_batch_size", 5, 8),
+        buffer_size=2 ** trial.suggest_int("log2_buffer_size", 13, 17),
+        train_frequency=trial.suggest_int("train_frequency", 1, 4),
+        target_update=trial.suggest_int("target_update", 25, 1000, log=True),
+        learning_starts=trial.suggest_int("learning_starts", 500, 10_000, log=True),
+        exploration_fraction=trial.suggest_float("exploration_fraction", 0.05, 0.5),
+        hidden_sizes=(width,) * depth,
+    )
+
+
+def config_from_params(params: dict[str, Any], base: DQNConfig) -> DQNConfig:
+    """The config a trial with these sampled ``params`` trained (e.g. a study's ``best_params``)."""
+    import optuna
+
+    return suggest_config(optuna.trial.FixedTrial(params), base)
+
+
+class TrackedTrial:
+    """An Optuna trial seen through MLflow: ``train`` reports to it as to a plain trial.
+
+    Every evaluation is logged to the active (nested) run with ``step=`` env
+    steps, and the value reported to the pruner is the running
+    :func:`~doors_gym_baselines.common.learning_score`, the objective's own
+    figure, so Hyperband compares like with like.
+    """
+
+    def __init__(self, trial: Any) -> None:
+        self.trial = trial
+        self.history: list[dict[str, Any]] = []
+
+    def observe(self, figures: dict[str, Any]) -> float:
+        tracking.log_history_row(figures)
+        self.history.append(figures)
+        return learning_score(self.history)
+
+    def report(self, value: float, step: int) -> None:
+        self.trial.report(value, step)
+
+    def should_prune(self) -> bool:
+        return self.trial.should_prune()
+
+
+def storage_display(url: str) -> str:
+    """``url`` with any password hidden (for logs and MLflow params)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse is shown as given
+        return url
+
+
+def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_period: int = GRACE_PERIOD) -> Any:
+    """An ``optuna.storages.RDBStorage`` at ``url`` with a heartbeat; ``ValueError`` if unreachable."""
+    import optuna
+
+    engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    try:
+        for attempt in range(6):
+            try:
+                with warnings.catch_warnings(), tracking.sqlite_lock(url):
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    return optuna.storages.RDBStorage(
+                        url,
+                        engine_kwargs=engine_kwargs,
+                        heartbeat_interval=heartbeat_interval,
+                        grace_period=grace_period,
+                    )
+            except Exception as error:  # noqa: BLE001
+                if attempt == 5 or not is_creation_race(error):
+                    raise
+                time.sleep(0.5 * (attempt + 1))  # workers started together race to create the schema
+    except Exception as error:  # noqa: BLE001 - driver, network and path errors all mean "unreachable"
+        raise ValueError(
+            f"storage={storage_display(url)!r} is unreachable: {type(error).__name__}: {_first_line(error)}; "
+            "expected an SQLAlchemy URL such as sqlite:///optuna.db or postgresql+psycopg2://user@host/db"
+        ) from error
+
+
+def is_creation_race(error: BaseException) -> bool:
+    """Whether ``error`` is a concurrent worker creating the same tables or rows (worth a retry)."""
+    text = str(error).lower()
+    return any(sign in text for sign in ("unique constraint", "already exists", "database is locked", "duplicate"))
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
+
+
+def create_study(
+    arm_name: str, storage: Any, study_name: str, seed: int, worker: int, total_steps: int, eval_every: int
+) -> Any:
+    """Creates or loads the study; the sampler's seed also depends on the trials so far and ``worker``.
+
+    A resumed or second worker with the seed of the first would replay its
+    first samples; mixing in the number of existing trials and the worker
+    index keeps a single run reproducible and workers apart.
+    """
+    import optuna
+
+    study = optuna.create_study(
+        study_name=study_name,
+        storage=storage,
+        direction="maximize",
+        load_if_exists=True,
+        pruner=optuna.pruners.HyperbandPruner(
+            min_resource=max(1, min(eval_every, total_steps)), max_resource=total_steps, reduction_factor=3
+        ),
+    )
+    sampler_seed = int(np.random.SeedSequence([seed, len(study.trials), worker]).generate_state(1)[0])
+    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed, n_startup_trials=5)
+    if "arm" not in study.user_attrs:
+        study.set_user_attr("arm", arm_name)
+    elif study.user_attrs["arm"] != arm_name:
+        raise ValueError(
+            f"study_name={study_name!r} belongs to arm {study.user_attrs['arm']!r}, not {arm_name!r}: "
+            "expected a new --study-name for another arm"
+        )
+    return study
+
+
+def finished_trials(study: Any) -> list[Any]:
+    """The study's complete and pruned trials (what ``--n-trials`` counts)."""
+    import optuna
+
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
+
+
+def parent_run_id(experiment_id: str, study_name: str, tags: dict[str, str], params: dict[str, str]) -> str:
+    """The study's MLflow parent run, created on first use and shared by every worker and restart.
+
+    Two workers starting together may both create one; each then keeps the
+    earliest (start time, then run id) and the loser deletes its own.
+    """
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    query = f"tags.`doors_gym.study` = '{study_name}' and tags.`doors_gym.role` = 'study'"
+
+    def existing() -> list[Any]:
+        runs = client.search_runs([experiment_id], query, max_results=50)
+        return sorted(runs, key=lambda run: (run.info.start_time, run.info.run_id))
+
+    runs = existing()
+    if runs:
+        return runs[0].info.run_id
+    created = client.create_run(
+        experiment_id, run_name=study_name, tags={**tags, "doors_gym.study": study_name, "doors_gym.role": "study"}
+    )
+    for key, value in params.items():
+        client.log_param(created.info.run_id, key, value)
+    winner = existing()[0].info.run_id
+    if winner != created.info.run_id:
+        client.delete_run(created.info.run_id)
+    return winner
+
+
+def mark_killed_runs(study: Any) -> int:
+    """Marks the MLflow runs of failed trials (their process died) ``KILLED``; returns how many."""
+    import mlflow
+    import optuna
+
+    client = mlflow.MlflowClient()
+    count = 0
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,)):
+        run_id = trial.user_attrs.get("mlflow_run_id")
+        if not run_id:
+            continue
+        try:
+            if client.get_run(run_id).info.status == "RUNNING":
+                client.set_terminated(run_id, status="KILLED")
+                count += 1
+        except mlflow.exceptions.MlflowException:
+            continue
+    return count
+
+
+def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, worker: int = 0) -> Any:
+    """The objective: sample a config, train the arm in-process in a nested MLflow run, return its score."""
+    import mlflow
+    import optuna
+
+    arm = get_arm(arm_name)
+    module = load_arm_module(arm)
+
+    def objective(trial: optuna.Trial) -> float:
+        config = suggest_config(trial, base)
+        tags = tracking.run_tags(
+            arm.name,
+            "DoorsJax pure functions" if arm.name == "flax-scan" else config.env_id,
+            **{
+                "optuna.study": trial.study.study_name,
+                "optuna.trial": str(trial.number),
+                "host": socket.gethostname(),
+                "worker": str(worker),
+            },
+        )
+        run = mlflow.start_run(run_name=f"trial-{trial.number}", nested=True, tags=tags)
+        trial.set_user_attr("mlflow_run_id", run.info.run_id)
+        trial.set_user_attr("worker", worker)
+        mlflow.log_params(tracking.config_params(config))
+        mlflow.log_params({f"search.{key}": str(value) for key, value in trial.params.items()})
+        tracked = TrackedTrial(trial)
+        status = "FAILED"
+        try:
+            result = module.train(config, tracked)
+            tracking.log_history_row(result.history[-1])
+            tracking.log_result(result, log_history=False)
+            score = learning_score(result.history)
+            mlflow.log_metric("score", score, step=result.env_steps)
+            trial.set_user_attr("wall_seconds", round(result.wall_seconds, 2))
+            trial.set_user_attr("solved", bool(result.solved))
+            if log_models:
+                tracking.log_model(result)
+            status = "FINISHED"
+            mlflow.set_tag("optuna.state", "COMPLETE")
+            return score
+        except optuna.TrialPruned as pruned:
+            mlflow.set_tag("optuna.state", "PRUNED")
+            mlflow.set_tag("optuna.pruned_reason", str(pruned))
+            status = "FINISHED"
+            raise
+        finally:
+            mlflow.end_run(status=status)
+
+    return objective
+
+
+PLOTS = ("optimization_history", "param_importances", "contour")
+
+
+def log_study_summary(study: Any) -> list[str]:
+    """Logs the Optuna plots (HTML and PNG), best params and value on the active (parent) run.
+
+    Returns the artifact paths written. A plot that cannot be drawn yet (too
+    few complete trials) is replaced by a ``.txt`` artifact saying why.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import mlflow
+    import optuna
+    import optuna.visualization as plotly_plots
+    import optuna.visualization.matplotlib as matplotlib_plots
+
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    written = []
+    if complete:
+        best = study.best_trial
+        mlflow.log_metrics(
+            {"best_value": best.value, "finished_trials": float(len(finished_trials(study)))},
+            step=len(study.trials),
+        )
+        mlflow.set_tags({f"best.{key}": str(value) for key, value in best.params.items()})
+        mlflow.set_tag("best.trial", str(best.number))
+        mlflow.set_tag("best.mlflow_run_id", best.user_attrs.get("mlflow_run_id", ""))
+        mlflow.log_dict(
+            {"trial": best.number, "value": best.value, "params": best.params, "user_attrs": best.user_attrs},
+            "best_params.json",
+        )
+        written.append("best_params.json")
+    contour_params = None
+    if len(complete) >= 2:
+        try:
+            importances = optuna.importance.get_param_importances(study)
+            contour_params = list(importances)[:3] if len(importances) >= 2 else None
+        except (RuntimeError, ValueError):
+            contour_params = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in PLOTS:
+            kwargs = {"params": contour_params} if name == "contour" and contour_params else {}
+            try:
+                if name == "contour" and not contour_params:
+                    raise ValueError("a contour needs two complete trials and two varying params")
+                figure = getattr(plotly_plots, f"plot_{name}")(study, **kwargs)
+                html = figure.to_html(include_plotlyjs=True, full_html=True)
+                mlflow.log_text(html, f"plots/{name}.html")
+                axes = getattr(matplotlib_plots, f"plot_{name}")(study, **kwargs)
+                mpl_figure = np.asarray(axes).flat[0].figure
+                mpl_figure.set_size_inches(9, 6) if name != "contour" else None
+                mlflow.log_figure(mpl_figure, f"plots/{name}.png")
+                plt.close(mpl_figure)
+                written += [f"plots/{name}.html", f"plots/{name}.png"]
+            except (ValueError, RuntimeError, ZeroDivisionError) as error:
+                mlflow.log_text(f"{name} not drawn: {error}\n", f"plots/{name}.txt")
+                written.append(f"plots/{name}.txt")
+    return written
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneOptions:
+    """Settings of one tuning worker (the ``doors-gym tune`` flags)."""
+
+    arm: str
+    n_trials: int = 20
+    timeout: float | None = None
+    seed: int = TUNING_SEED
+    worker: int = 0
+    storage: str = DEFAULT_STORAGE
+    study_name: str | None = None
+    tracking_uri: str | None = None
+    experiment: str = DEFAULT_EXPERIMENT
+    total_steps: int = DEFAULT_TOTAL_STEPS
+    eval_every: int = DEFAULT_EVAL_EVERY
+    log_models: bool = True
+    heartbeat_interval: int = HEARTBEAT_INTERVAL
+    grace_period: int = GRACE_PERIOD
+
+    def __post_init__(self) -> None:
+        get_arm(self.arm)
+        for name in ("n_trials", "total_steps", "eval_every", "heartbeat_interval", "grace_period"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} is out of range: expected an integer >= 1")
+        for name in ("seed", "worker"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name}={value!r} is out of range: expected an integer >= 0")
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError(f"timeout={self.timeout!r} is out of range: expected a number of seconds > 0")
+        if not STUDY_NAME_PATTERN.match(self.resolved_study_name):
+            raise ValueError(
+                f"study_name={self.resolved_study_name!r} is invalid: "
+                "expected 1-128 letters, digits, '_', '.', ':', '-'"
+            )
+        if self.eval_every > self.total_steps:
+            raise ValueError(
+                f"eval_every={self.eval_every} exceeds total_steps={self.total_steps}: "
+                "expected eval_every <= total_steps"
+            )
+
+    @property
+    def resolved_study_name(self) -> str:
+        return self.study_name or f"dqn-{self.arm}"
+
+
+def tune(options: TuneOptions, base: DQNConfig | None = None) -> Any:
+    """Runs one worker of the study until it has ``n_trials`` finished trials (or ``timeout``); returns the study."""
+    import mlflow
+    import optuna
+
+    arm = get_arm(options.arm)
+    base = dataclasses.replace(
+        base or DQNConfig(),
+        env_id=arm.env_id,
+        total_steps=options.total_steps,
+        eval_every=options.eval_every,
+        seed=options.seed,
+        num_seeds=1,
+        stop_when_solved=False,
+        quiet=True,
+    )
+    storage = open_storage(options.storage, options.heartbeat_interval, options.grace_period)
+    study_name = options.resolved_study_name
+    study = create_study(
+        arm.name, storage, study_name, options.seed, options.worker, options.total_steps, options.eval_every
+    )
+    with tracking.quiet_mlflow():
+        experiment_id = tracking.connect(options.tracking_uri, options.experiment)
+        with tracking.sqlite_lock(tracking.tracking_uri(options.tracking_uri)):
+            parent = parent_run_id(
+                experiment_id,
+                study_name,
+                tracking.run_tags(arm.name, arm.env_id),
+                {
+                    "arm": arm.name,
+                    "storage": storage_display(options.storage),
+                    "sampler": "TPESampler",
+                    "pruner": "HyperbandPruner",
+                    "n_trials": str(options.n_trials),
+                    "total_steps": str(options.total_steps),
+                    "eval_every": str(options.eval_every),
+                    "tuning_seed": str(options.seed),
+                },
+            )
+        mark_killed_runs(study)
+        remaining = options.n_trials - len(finished_trials(study))
+        with mlflow.start_run(run_id=parent):
+            if remaining > 0:
+                study.optimize(
+                    make_objective(arm.name, base, options.log_models, options.worker),
+                    n_trials=remaining,
+                    timeout=options.timeout,
+                    callbacks=[optuna.study.MaxTrialsCallback(options.n_trials, states=_finished_states())],
+                    gc_after_trial=True,
+                )
+            mark_killed_runs(study)
+            log_study_summary(study)
+    return study
+
+
+def _finished_states() -> tuple[Any, ...]:
+    import optuna
+
+    return tuple(getattr(optuna.trial.TrialState, state) for state in FINISHED)
+
+
+def best_config(storage: str, study_name: str, base: DQNConfig) -> tuple[DQNConfig, dict[str, Any]] | None:
+    """The best trial's config of ``study_name`` in ``storage``, with a description; ``None`` if no trial completed."""
+    import optuna
+
+    try:
+        study = optuna.load_study(study_name=study_name, storage=open_storage(storage))
+        best = study.best_trial
+    except (KeyError, ValueError):
+        return None
+    return config_from_params(best.params, base), {"study": study_name, "trial": best.number, "value": best.value}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``doors-gym tune`` flags."""
+    parser.add_argument("--arm", required=True, choices=tuple(ARMS), help="which stack to tune")
+    parser.add_argument(
+        "--n-trials", type=int, default=20, help="finished trials the study should end with (default: 20)"
+    )
+    parser.add_argument("--timeout", type=float, default=None, help="stop starting trials after this many seconds")
+    parser.add_argument("--seed", type=int, default=TUNING_SEED, help="sampler and training seed (default: 0)")
+    parser.add_argument("--worker", type=int, default=0, help="this worker's index when several share a study")
+    parser.add_argument("--storage", default=DEFAULT_STORAGE, help="Optuna RDB URL (default: %(default)s)")
+    parser.add_argument("--study-name", default=None, help="default: dqn-<arm>")
+    parser.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)",
+    )
+    parser.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help="MLflow experiment (default: %(default)s)")
+    parser.add_argument(
+        "--total-steps", type=int, default=DEFAULT_TOTAL_STEPS, help="env steps per trial (default: 100000)"
+    )
+    parser.add_argument("--eval-every", type=int, default=DEFAULT_EVAL_EVERY, help="env steps between evaluations")
+    parser.add_argument("--no-models", action="store_true", help="do not log each trial's model")
+    parser.add_argument(
+        "--heartbeat-interval", type=int, default=HEARTBEAT_INTERVAL, help="seconds between a trial's heartbeats"
+    )
+    parser.add_argument(
+        "--grace-period",
+        type=int,
+        default=GRACE_PERIOD,
+        help="seconds without a heartbeat after which a running trial counts as failed (its worker died)",
+    )
+
+
+def options_from_arguments(args: argparse.Namespace) -> TuneOptions:
+    return TuneOptions(
+        arm=args.arm,
+        n_trials=args.n_trials,
+        timeout=args.timeout,
+        seed=args.seed,
+        worker=args.worker,
+        storage=args.storage,
+        study_name=args.study_name,
+        tracking_uri=args.tracking_uri,
+        experiment=args.experiment,
+        total_steps=args.total_steps,
+        eval_every=args.eval_every,
+        log_models=not args.no_models,
+        heartbeat_interval=args.heartbeat_interval,
+        grace_period=args.grace_period,
+    )
+
+
+def describe(study: Any) -> str:
+    """A few lines on the study's outcome."""
+    finished = finished_trials(study)
+    states = [trial.state.name for trial in finished]
+    lines = [
+        f"study {study.study_name}: {len(finished)} finished trials "
+        f"({states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned)"
+    ]
+    try:
+        best = study.best_trial
+        lines.append(f"best trial {best.number}: score {best.value:.4f}")
+        lines.append("best params: " + json.dumps(best.params, sort_keys=True))
+    except ValueError:
+        lines.append("no trial completed yet")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="doors-gym tune", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        study = tune(options_from_arguments(args))
+    except ValueError as error:
+        parser.error(str(error))
+    print(describe(study))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""``doors-gym compare`` on a tiny budget: the table, the CSVs, the plot, MLflow, and resuming."""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+
+import pytest
+
+mlflow = pytest.importorskip("mlflow")
+pytest.importorskip("matplotlib")
+pytest.importorskip("flax")
+pytest.importorskip("torch")
+
+from doors_gym_baselines import compare  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_compare(tmp_path_factory: pytest.TempPathFactory) -> tuple[compare.CompareOptions, dict]:
+    folder = tmp_path_factory.mktemp("compare")
+    options = compare.CompareOptions(
+        arms=("torch-numpy", "flax-scan"),
+        seeds=2,
+        total_steps=2_000,
+        eval_every=1_000,
+        out=str(folder / "out"),
+        tracking_uri=f"sqlite:///{folder / 'mlflow.db'}",
+        quiet=True,
+    )
+    return options, compare.compare(options)
+
+
+def test_compare_writes_the_table_csvs_and_plot(tiny_compare) -> None:
+    options, outcome = tiny_compare
+    paths = outcome["paths"]
+    table = paths["markdown"].read_text()
+    assert table == outcome["table"]
+    for text in ("torch x Doors-v0 (NumPy)", "Flax + JAX env, one jitted scan", "oracle (shortest paths)", "± "):
+        assert text in table
+    for published in ("0.73", "22.5 min", "0.64", "0.71", "2.3 min"):
+        assert published in table
+    rows = list(csv.DictReader(paths["csv"].open()))
+    assert [row["arm"] for row in rows] == [
+        "torch-numpy",
+        "flax-scan",
+        "oracle",
+        "published:torch-numpy",
+        "published:flax-numpy",
+        "published:flax-jax",
+    ]
+    assert float(rows[0]["speedup_vs_torch_numpy"]) == pytest.approx(1.0)
+    assert float(rows[2]["greedy_step_reward_mean"]) == pytest.approx(0.7762, abs=1e-3)
+    seeds = list(csv.DictReader(paths["seeds_csv"].open()))
+    assert [(row["arm"], int(row["seed"])) for row in seeds] == [
+        ("torch-numpy", 100),
+        ("torch-numpy", 101),
+        ("flax-scan", 100),
+        ("flax-scan", 101),
+    ]
+    assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_summary_is_the_mean_and_spread_of_the_seeds(tiny_compare) -> None:
+    _, outcome = tiny_compare
+    seeds = list(csv.DictReader(outcome["paths"]["seeds_csv"].open()))
+    for row in outcome["rows"]:
+        values = [float(seed["rolling_reward"]) for seed in seeds if seed["arm"] == row["arm"]]
+        assert row["rolling_reward_mean"] == pytest.approx(sum(values) / len(values))
+        assert row["seeds"] == 2 and row["wall_seconds_total"] > 0
+
+
+def test_compare_is_logged_to_mlflow(tiny_compare) -> None:
+    options, outcome = tiny_compare
+    client = mlflow.MlflowClient(options.tracking_uri)
+    experiment = client.get_experiment_by_name(compare.DEFAULT_EXPERIMENT)
+    children = client.search_runs(
+        [experiment.experiment_id], f"tags.mlflow.parentRunId = '{outcome['run_id']}'", max_results=100
+    )
+    assert sorted(run.data.tags["arm"] for run in children) == ["flax-scan", "torch-numpy", "torch-numpy"]
+    for run in children:
+        assert client.get_metric_history(run.info.run_id, "rolling_reward")[-1].step == 2_000
+        assert run.data.params["total_steps"] == "2000"
+    artifacts = {artifact.path for artifact in client.list_artifacts(outcome["run_id"])}
+    assert {"compare.md", "compare.csv", "compare_seeds.csv", "learning_curves.png"} <= artifacts
+
+
+def test_compare_resumes_from_finished_runs(tiny_compare, capsys: pytest.CaptureFixture[str]) -> None:
+    options, first = tiny_compare
+    again = compare.compare(options)
+    assert "reusing" in capsys.readouterr().out
+    assert [row["rolling_reward_mean"] for row in again["rows"]] == [
+        row["rolling_reward_mean"] for row in first["rows"]
+    ]
+    client = mlflow.MlflowClient(options.tracking_uri)
+    experiment = client.get_experiment_by_name(compare.DEFAULT_EXPERIMENT)
+    children = client.search_runs([experiment.experiment_id], f"tags.mlflow.parentRunId = '{again['run_id']}'")
+    assert children == [], "reused runs are not trained again"
+
+
+def test_quick_preset_is_the_default_and_full_follows_the_study() -> None:
+    quick = compare.CompareOptions().base_config()
+    full = compare.CompareOptions(preset="full").base_config()
+    assert compare.CompareOptions().arms == ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
+    assert compare.CompareOptions().seeds >= 5 and compare.FIRST_SEED != 0
+    assert quick.total_steps == 100_000 and full.total_steps == 500_000 and full.rolling_episodes == 2000
+
+
+def test_bad_options_name_the_flag() -> None:
+    with pytest.raises(ValueError, match=r"arms=\('torch-numpy', 'torch-numpy'\)|repeats an arm"):
+        compare.CompareOptions(arms=("torch-numpy", "torch-numpy"))
+    with pytest.raises(ValueError, match="preset='slow' is not supported"):
+        compare.CompareOptions(preset="slow")
+    with pytest.raises(ValueError, match="first_seed=0 is out of range"):
+        compare.CompareOptions(first_seed=0)
+
+
+def test_main_prints_the_table(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from doors_gym import cli
+
+    code = cli.main(
+        [
+            "compare",
+            "--arms",
+            "flax-numpy",
+            "--seeds",
+            "1",
+            "--total-steps",
+            "1000",
+            "--eval-every",
+            "500",
+            "--out",
+            str(tmp_path / "out"),
+            "--tracking-uri",
+            f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "--no-progress",
+            "--no-models",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0 and "| Flax x Doors-v0 (NumPy) |" in printed and "oracle (shortest paths)" in printed
+    assert (tmp_path / "out" / "compare.md").exists()

@@ -1,0 +1,314 @@
+"""Optuna tuning tracked in MLflow: the search space, a study end to end, resume after a kill, two workers."""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+optuna = pytest.importorskip("optuna")
+mlflow = pytest.importorskip("mlflow")
+pytest.importorskip("flax")
+pytest.importorskip("torch")
+
+from doors_gym_baselines import common, tuning  # noqa: E402
+
+TINY_STUDY = dict(total_steps=2_000, eval_every=1_000)
+
+
+def _store(tmp_path: pathlib.Path) -> tuple[str, str]:
+    return f"sqlite:///{tmp_path / 'optuna.db'}", f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
+def _runs(tracking_uri: str, experiment: str) -> tuple[object, list, list]:
+    client = mlflow.MlflowClient(tracking_uri)
+    experiment_id = client.get_experiment_by_name(experiment).experiment_id
+    runs = client.search_runs([experiment_id], max_results=500)
+    parents = [run for run in runs if run.data.tags.get("doors_gym.role") == "study"]
+    children = [run for run in runs if "mlflow.parentRunId" in run.data.tags]
+    return client, parents, children
+
+
+def _tune_command(tmp_path: pathlib.Path, *extra: str) -> list[str]:
+    storage, tracking_uri = _store(tmp_path)
+    return [
+        sys.executable,
+        "-m",
+        "doors_gym_baselines.tuning",
+        "--arm",
+        "flax-numpy",
+        "--storage",
+        storage,
+        "--tracking-uri",
+        tracking_uri,
+        "--total-steps",
+        "2000",
+        "--eval-every",
+        "1000",
+        "--no-models",
+        "--heartbeat-interval",
+        "1",
+        "--grace-period",
+        "2",
+        *extra,
+    ]
+
+
+def _subprocess_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "JAX_PLATFORMS": "cpu"}
+
+
+# --- the search space ------------------------------------------------------------------------------------------
+
+
+def test_search_space_is_well_conditioned_and_round_trips() -> None:
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
+    base = common.DQNConfig()
+    for _ in range(30):
+        trial = study.ask()
+        config = tuning.suggest_config(trial, base)
+        assert config.gamma == pytest.approx(1 - trial.params["one_minus_gamma"], abs=1e-6)
+        assert config.batch_size == 2 ** trial.params["log2_batch_size"] and 32 <= config.batch_size <= 256
+        assert config.buffer_size == 2 ** trial.params["log2_buffer_size"] >= config.batch_size
+        assert len(config.hidden_sizes) == trial.params["depth"]
+        assert set(config.hidden_sizes) == {2 ** trial.params["log2_width"]}
+        assert 3e-5 <= config.learning_rate <= 1e-2 and config.optimizer in ("adam", "sgd")
+        assert tuning.config_from_params(trial.params, base) == config
+        study.tell(trial, 0.0)
+    distributions = study.trials[0].distributions
+    assert distributions["learning_rate"].log and distributions["one_minus_gamma"].log
+    assert distributions["target_update"].log
+
+
+def test_learning_score_is_the_running_mean_of_greedy_reward() -> None:
+    rows = [{"greedy_step_reward": value} for value in (0.1, 0.5, 0.6)]
+    assert common.learning_score(rows) == pytest.approx(0.4)
+    assert common.learning_score(rows[:1]) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="history is empty"):
+        common.learning_score([])
+
+
+def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None:
+    reported = []
+
+    class Recorder:
+        def report(self, value: float, step: int) -> None:
+            reported.append((step, value))
+
+        def should_prune(self) -> bool:
+            return False
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with mlflow.start_run() as run:
+        tracked = tuning.TrackedTrial(Recorder())
+        for step, value in ((100, 0.2), (200, 0.4)):
+            common.report(tracked, {"step": step, "greedy_step_reward": value, "loss": math.nan})
+    assert reported == [(100, pytest.approx(0.2)), (200, pytest.approx(0.3))]
+    history = mlflow.MlflowClient().get_metric_history(run.info.run_id, "greedy_step_reward")
+    assert [(point.step, point.value) for point in history] == [(100, 0.2), (200, 0.4)]
+
+
+@pytest.mark.parametrize("arm", ["torch", "flax"])
+def test_non_finite_loss_prunes_the_trial(arm: str, load_arm) -> None:
+    module = load_arm(arm)
+    config = common.DQNConfig(
+        total_steps=3_000,
+        learning_starts=64,
+        batch_size=32,
+        buffer_size=1_024,
+        learning_rate=1e30,
+        optimizer="sgd",
+        loss="mse",
+        eval_every=0,
+        quiet=True,
+    )
+    study = optuna.create_study(direction="maximize")
+    study.optimize(lambda trial: module.train(config, trial).evaluation.mean_step_reward, n_trials=1)
+    trial = study.trials[0]
+    assert trial.state == optuna.trial.TrialState.PRUNED
+
+
+# --- a study end to end ------------------------------------------------------------------------------------------
+
+
+def test_two_trial_study_is_tracked_in_mlflow(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    storage, tracking_uri = _store(tmp_path)
+    options = tuning.TuneOptions(
+        arm="torch-numpy", n_trials=2, seed=5, storage=storage, tracking_uri=tracking_uri, **TINY_STUDY
+    )
+    study = tuning.tune(options)
+    assert len(tuning.finished_trials(study)) == 2
+
+    client, parents, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
+    assert len(parents) == 1 and len(children) == 2
+    parent = parents[0]
+    assert {child.data.tags["mlflow.parentRunId"] for child in children} == {parent.info.run_id}
+    for child in children:
+        tags, params = child.data.tags, child.data.params
+        assert tags["arm"] == "torch-numpy" and tags["env_id"] == "Doors-v0" and tags["framework"] == "torch"
+        assert tags["doors_gym.version"] and tags["git_commit"]
+        assert {"learning_rate", "gamma", "batch_size", "hidden_sizes", "search.one_minus_gamma"} <= set(params)
+        history = client.get_metric_history(child.info.run_id, "greedy_step_reward")
+        assert [point.step for point in history][-1] == 2_000 and len(history) >= 2
+        assert "score" in child.data.metrics and "final_rolling_reward" in child.data.metrics
+        model = mlflow.pytorch.load_model(f"runs:/{child.info.run_id}/model")
+        assert tuple(model(__import__("torch").zeros((3, 225), dtype=__import__("torch").int8)).shape) == (3, 5)
+
+    plots = {artifact.path for artifact in client.list_artifacts(parent.info.run_id, "plots")}
+    assert {"plots/optimization_history.html", "plots/optimization_history.png"} <= plots
+    for name in ("param_importances", "contour"):
+        assert {f"plots/{name}.html", f"plots/{name}.png"} <= plots or f"plots/{name}.txt" in plots
+    assert "best_params.json" in {artifact.path for artifact in client.list_artifacts(parent.info.run_id)}
+    best = client.get_run(parent.info.run_id).data
+    assert best.tags["best.trial"] == str(study.best_trial.number)
+    assert best.metrics["best_value"] == pytest.approx(study.best_value)
+
+
+def test_flax_trial_logs_a_loadable_params_artifact(tmp_path: pathlib.Path) -> None:
+    storage, tracking_uri = _store(tmp_path)
+    tuning.tune(
+        tuning.TuneOptions(arm="flax-numpy", n_trials=1, storage=storage, tracking_uri=tracking_uri, **TINY_STUDY)
+    )
+    _, _, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
+    network, params, config = tuning.tracking.load_flax_model(children[0].info.run_id)
+    assert config.env_id == "Doors-v0"
+    assert network.apply(params, np.zeros((2, 225), dtype=np.int8)).shape == (2, 5)
+
+
+def test_rerunning_a_finished_study_adds_no_trials(tmp_path: pathlib.Path) -> None:
+    storage, tracking_uri = _store(tmp_path)
+    options = tuning.TuneOptions(
+        arm="flax-numpy", n_trials=1, storage=storage, tracking_uri=tracking_uri, log_models=False, **TINY_STUDY
+    )
+    tuning.tune(options)
+    study = tuning.tune(options)
+    assert len(study.trials) == 1
+    _, parents, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
+    assert len(parents) == 1 and len(children) == 1
+
+
+# --- resume and workers (real processes) ------------------------------------------------------------------------
+
+
+def _finished(storage: str, study_name: str = "dqn-flax-numpy") -> list:
+    try:
+        study = optuna.load_study(study_name=study_name, storage=storage)
+    except KeyError:
+        return []
+    return tuning.finished_trials(study)
+
+
+def _running(storage: str, study_name: str = "dqn-flax-numpy") -> bool:
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    return any(trial.state == optuna.trial.TrialState.RUNNING for trial in study.trials)
+
+
+def test_killed_study_resumes_without_duplicates(tmp_path: pathlib.Path) -> None:
+    storage, tracking_uri = _store(tmp_path)
+    command = _tune_command(tmp_path, "--n-trials", "3")
+    first = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=_subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 240
+    # Kill it after its first trial, while its second is running.
+    while (
+        time.monotonic() < deadline
+        and first.poll() is None
+        and not (len(_finished(storage)) >= 1 and _running(storage))
+    ):
+        time.sleep(0.2)
+    time.sleep(0.5)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    killed_at = len(_finished(storage))
+    assert killed_at >= 1, "the first process should have finished a trial before the kill"
+    time.sleep(2.5)  # past the grace period: the interrupted trial's heartbeat is stale
+
+    second = subprocess.run(command, cwd=tmp_path, env=_subprocess_env(), capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    study = optuna.load_study(study_name="dqn-flax-numpy", storage=storage)
+    finished = tuning.finished_trials(study)
+    assert len(finished) == 3
+    assert len({trial.number for trial in study.trials}) == len(study.trials)
+    assert len({tuple(sorted(trial.params.items())) for trial in finished}) == 3, "a resumed sampler replayed params"
+    states = [trial.state for trial in study.trials]
+    assert optuna.trial.TrialState.RUNNING not in states
+    # The trial the kill interrupted is failed (not counted, not rerun), and its MLflow run is marked killed.
+    interrupted = [trial for trial in study.trials if trial not in finished]
+    assert killed_at < 3 and len(interrupted) == 1
+    assert interrupted[0].state == optuna.trial.TrialState.FAIL
+    client = mlflow.MlflowClient(tracking_uri)
+    assert client.get_run(interrupted[0].user_attrs["mlflow_run_id"]).info.status == "KILLED"
+    _, parents, _ = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
+    assert len(parents) == 1
+
+
+def test_two_workers_share_one_sqlite_study(tmp_path: pathlib.Path) -> None:
+    storage, tracking_uri = _store(tmp_path)
+    workers = [
+        subprocess.Popen(
+            _tune_command(tmp_path, "--n-trials", "4", "--worker", str(index)),
+            cwd=tmp_path,
+            env=_subprocess_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index in range(2)
+    ]
+    outputs = [worker.communicate(timeout=400) for worker in workers]
+    for worker, (_, err) in zip(workers, outputs):
+        assert worker.returncode == 0, err[-2000:]
+    study = optuna.load_study(study_name="dqn-flax-numpy", storage=storage)
+    finished = tuning.finished_trials(study)
+    assert len(finished) >= 4
+    assert {trial.user_attrs["worker"] for trial in finished} == {0, 1}, "both workers ran trials"
+    assert len({trial.number for trial in study.trials}) == len(study.trials)
+    _, parents, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
+    assert len(parents) == 1
+    assert {child.data.tags["mlflow.parentRunId"] for child in children} == {parents[0].info.run_id}
+    assert len(children) == len([trial for trial in study.trials if "mlflow_run_id" in trial.user_attrs])
+
+
+# --- bad flags ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["tune", "--arm", "keras"], "invalid choice: 'keras'"),
+        (["tune", "--arm", "torch-numpy", "--n-trials", "0"], "--n-trials 0 is out of range"),
+        (["tune", "--arm", "torch-numpy", "--storage", "sqlite:////dev/null/x/optuna.db"], "is unreachable"),
+        (["tune", "--arm", "torch-numpy", "--storage", "nosuchdb://host/x"], "is unreachable"),
+        (["tune", "--arm", "torch-numpy", "--timeout", "-1"], "--timeout -1.0 is out of range"),
+        (["tune", "--arm", "torch-numpy", "--eval-every", "5", "--total-steps", "4"], "--eval-every 5 exceeds"),
+        (["tune", "--arm", "torch-numpy", "--study-name", "it's"], '--study-name "it\'s" is invalid'),
+        (["compare", "--arms", "torch-numpy", "keras"], "--arms 'keras' is not supported"),
+        (["compare", "--seeds", "0"], "--seeds 0 is out of range"),
+        (["compare", "--quick", "--full"], "not allowed with argument"),
+        (["compare", "--total-steps", "0"], "--total-steps 0 is out of range"),
+    ],
+)
+def test_bad_flags_exit_2_with_a_clear_message(
+    argv: list[str], message: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from doors_gym import cli
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
