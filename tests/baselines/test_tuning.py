@@ -36,8 +36,9 @@ def _runs(tracking_uri: str, experiment: str) -> tuple[object, list, list]:
     return client, parents, children
 
 
-def _tune_command(tmp_path: pathlib.Path, *extra: str) -> list[str]:
-    storage, tracking_uri = _store(tmp_path)
+def _tune_command(tmp_path: pathlib.Path, *extra: str, storage: str | None = None) -> list[str]:
+    default_storage, tracking_uri = _store(tmp_path)
+    storage = storage or default_storage
     return [
         sys.executable,
         "-m",
@@ -256,11 +257,21 @@ def test_killed_study_resumes_without_duplicates(tmp_path: pathlib.Path) -> None
     assert len(parents) == 1
 
 
-def test_two_workers_share_one_sqlite_study(tmp_path: pathlib.Path) -> None:
+SHARED_STORAGES = ["sqlite"] + (["server"] if os.environ.get("DOORS_GYM_TEST_STORAGE") else [])
+"""SQLite always; set ``DOORS_GYM_TEST_STORAGE`` to an empty database's URL (PostgreSQL) to test a server too."""
+
+
+@pytest.mark.parametrize("kind", SHARED_STORAGES)
+def test_two_workers_share_one_study(kind: str, tmp_path: pathlib.Path) -> None:
     storage, tracking_uri = _store(tmp_path)
+    study_name = f"dqn-flax-numpy-{tmp_path.name}"
+    if kind == "server":
+        storage = os.environ["DOORS_GYM_TEST_STORAGE"]
     workers = [
         subprocess.Popen(
-            _tune_command(tmp_path, "--n-trials", "4", "--worker", str(index)),
+            _tune_command(
+                tmp_path, "--n-trials", "4", "--worker", str(index), "--study-name", study_name, storage=storage
+            ),
             cwd=tmp_path,
             env=_subprocess_env(),
             stdout=subprocess.PIPE,
@@ -272,7 +283,7 @@ def test_two_workers_share_one_sqlite_study(tmp_path: pathlib.Path) -> None:
     outputs = [worker.communicate(timeout=400) for worker in workers]
     for worker, (_, err) in zip(workers, outputs):
         assert worker.returncode == 0, err[-2000:]
-    study = optuna.load_study(study_name="dqn-flax-numpy", storage=storage)
+    study = optuna.load_study(study_name=study_name, storage=storage)
     finished = tuning.finished_trials(study)
     assert len(finished) >= 4
     assert {trial.user_attrs["worker"] for trial in finished} == {0, 1}, "both workers ran trials"
