@@ -175,7 +175,8 @@ def log_result(result: TrainResult, *, log_history: bool = True) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool)
     }
     finals["final_solved"] = float(result.solved)
-    mlflow.log_metrics(finals, step=result.env_steps)
+    # Steps are env steps of one seed, as in the history (a vmapped run's env_steps counts every seed).
+    mlflow.log_metrics(finals, step=int(result.history[-1]["step"]))
 
 
 def config_params(config: Any) -> dict[str, str]:

@@ -278,7 +278,7 @@ def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, work
             tracking.log_history_row(result.history[-1])
             tracking.log_result(result, log_history=False)
             score = learning_score(result.history)
-            mlflow.log_metric("score", score, step=result.env_steps)
+            mlflow.log_metric("score", score, step=int(result.history[-1]["step"]))
             trial.set_user_attr("wall_seconds", round(result.wall_seconds, 2))
             trial.set_user_attr("solved", bool(result.solved))
             if log_models:
@@ -350,7 +350,11 @@ def log_study_summary(study: Any) -> list[str]:
                 mlflow.log_text(html, f"plots/{name}.html")
                 axes = getattr(matplotlib_plots, f"plot_{name}")(study, **kwargs)
                 mpl_figure = np.asarray(axes).flat[0].figure
-                mpl_figure.set_size_inches(9, 6) if name != "contour" else None
+                if name == "contour":  # Optuna places the colour bar itself; tight_layout would cover the plots
+                    mpl_figure.set_size_inches(13, 11)
+                else:
+                    mpl_figure.set_size_inches(11, 6)
+                    mpl_figure.tight_layout()
                 mlflow.log_figure(mpl_figure, f"plots/{name}.png")
                 plt.close(mpl_figure)
                 written += [f"plots/{name}.html", f"plots/{name}.png"]
