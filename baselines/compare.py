@@ -407,10 +407,12 @@ def plot_curves(results: list[dict[str, Any]], oracle: dict[str, Any], path: pat
         seconds = np.mean([[point["seconds"] for point in curve[:length]] for curve in curves], axis=0)
         for axis, key in zip(axes, ("rolling_reward", "greedy_step_reward")):
             values = np.array([[point[key] for point in curve[:length]] for curve in curves], dtype=float)
+            keep = ~np.isnan(values).all(axis=0)  # points where no seed had finished a training episode yet
+            values, point_seconds = values[:, keep], seconds[keep]
             label = result["label"] + (f" ({len(curves)} seeds in one run)" if result["arm"] == "flax-scan" else "")
-            (line,) = axis.plot(seconds, np.nanmean(values, axis=0), marker="o", markersize=3, label=label)
+            (line,) = axis.plot(point_seconds, np.nanmean(values, axis=0), marker="o", markersize=3, label=label)
             axis.fill_between(
-                seconds, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.2, color=line.get_color()
+                point_seconds, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.2, color=line.get_color()
             )
     for axis, title in zip(axes, ("rolling reward (last 2000 training episodes)", "greedy per-step reward")):
         axis.axhline(oracle["greedy_step_reward"], color="black", linestyle="--", linewidth=1, label="oracle")

@@ -106,7 +106,7 @@ def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None
         def should_prune(self) -> bool:
             return False
 
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    tuning.tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "tracked-trial")
     with mlflow.start_run() as run:
         tracked = tuning.TrackedTrial(Recorder())
         for step, value in ((100, 0.2), (200, 0.4)):
