@@ -579,16 +579,10 @@ def options_from_arguments(args: argparse.Namespace) -> CompareOptions:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="doors-gym compare", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        outcome = compare(options_from_arguments(args))
-    except ValueError as error:
-        parser.error(str(error))
-    print(outcome["table"])
-    print("wrote " + ", ".join(str(path) for path in outcome["paths"].values()))
-    return 0
+    """``python -m doors_gym_baselines.compare``: the same as ``doors-gym compare``."""
+    from doors_gym import cli
+
+    return cli.main(["compare", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

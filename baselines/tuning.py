@@ -554,15 +554,10 @@ def describe(study: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="doors-gym tune", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        study = tune(options_from_arguments(args))
-    except ValueError as error:
-        parser.error(str(error))
-    print(describe(study))
-    return 0
+    """``python -m doors_gym_baselines.tuning``: the same as ``doors-gym tune``."""
+    from doors_gym import cli
+
+    return cli.main(["tune", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
