@@ -15,7 +15,8 @@ RESULTS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Adds every PNG of benchmarks/results/ to the site under ``benchmarks/``."""
-    for path in sorted(RESULTS.glob("*.png")):
-        files.append(File.generated(config, f"benchmarks/{path.name}", abs_src_path=str(path)))
+    """Adds every PNG under benchmarks/results/ to the site under ``benchmarks/`` (subfolders kept)."""
+    for path in sorted(RESULTS.rglob("*.png")):
+        name = path.relative_to(RESULTS).as_posix()
+        files.append(File.generated(config, f"benchmarks/{name}", abs_src_path=str(path)))
     return files
