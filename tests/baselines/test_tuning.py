@@ -158,11 +158,15 @@ def test_two_trial_study_is_tracked_in_mlflow(tmp_path: pathlib.Path, monkeypatc
         assert tags["doors_gym.version"] and tags["git_commit"]
         assert {"learning_rate", "gamma", "batch_size", "hidden_sizes", "search.one_minus_gamma"} <= set(params)
         history = client.get_metric_history(child.info.run_id, "greedy_step_reward")
+        assert len(history) >= 1 and 1_000 <= history[0].step < 1_100  # the first vector step past eval_every
+        if tags["optuna.state"] == "PRUNED":  # Hyperband may stop the second trial at its first evaluation
+            continue
         assert [point.step for point in history][-1] == 2_000 and len(history) >= 2
         assert "score" in child.data.metrics and "final_rolling_reward" in child.data.metrics
         model = mlflow.pytorch.load_model(f"runs:/{child.info.run_id}/model")
         assert tuple(model(__import__("torch").zeros((3, 225), dtype=__import__("torch").int8)).shape) == (3, 5)
 
+    assert any(child.data.tags["optuna.state"] == "COMPLETE" for child in children)
     plots = {artifact.path for artifact in client.list_artifacts(parent.info.run_id, "plots")}
     assert {"plots/optimization_history.html", "plots/optimization_history.png"} <= plots
     for name in ("param_importances", "contour"):
