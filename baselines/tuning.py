@@ -291,6 +291,9 @@ def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, work
             mlflow.set_tag("optuna.pruned_reason", str(pruned))
             status = "FINISHED"
             raise
+        except KeyboardInterrupt:
+            status = "KILLED"  # Ctrl-C: the study resumes later, like after any other kill
+            raise
         finally:
             mlflow.end_run(status=status)
 
