@@ -25,6 +25,8 @@ from doors_gym.core import AGENT, GOAL, DoorsParams, DoorsState
 from doors_gym.envs.vector import DoorsVectorEnv
 
 ENV_IDS = ("Doors-v0", "DoorsJax-v0")
+PURE_FUNCTIONS = "DoorsJax pure functions"
+"""What the fully jitted arm steps instead of a registered env (its ``env_id`` tag and table entry)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +38,16 @@ class Arm:
     """Module of ``doors_gym_baselines`` with ``train(config, trial=None)``."""
     env_id: str
     label: str
+
+    @property
+    def seeds_in_one_run(self) -> bool:
+        """Whether the arm trains all its seeds together under one ``vmap`` (else one seed per run)."""
+        return self.module == "dqn_flax_scan"
+
+    @property
+    def env_label(self) -> str:
+        """What the arm steps: the registered env id, or the pure functions for the fully jitted arm."""
+        return PURE_FUNCTIONS if self.seeds_in_one_run else self.env_id
 
 
 ARMS = {
@@ -53,7 +65,7 @@ ARMS = {
 
 def get_arm(name: str) -> Arm:
     """The arm called ``name``; ``ValueError`` listing the known arms otherwise."""
-    _choice("arm", name, tuple(ARMS))
+    check_choice("arm", name, tuple(ARMS))
     return ARMS[name]
 
 
@@ -118,16 +130,16 @@ class DQNConfig:
     quiet: bool = False
 
     def __post_init__(self) -> None:
-        _choice("env_id", self.env_id, ENV_IDS)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("loss", self.loss, LOSSES)
-        _choice("vectorization", self.vectorization, VECTORIZATIONS)
+        check_choice("env_id", self.env_id, ENV_IDS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("loss", self.loss, LOSSES)
+        check_choice("vectorization", self.vectorization, VECTORIZATIONS)
         for name in ("num_envs", "total_steps", "buffer_size", "batch_size", "train_frequency", "target_update"):
-            _at_least(name, getattr(self, name), 1)
+            check_at_least(name, getattr(self, name), 1)
         for name in ("n_doors", "max_episode_steps", "num_seeds", "rolling_episodes"):
-            _at_least(name, getattr(self, name), 1)
-        _at_least("learning_starts", self.learning_starts, 0)
-        _at_least("eval_every", self.eval_every, 0)
+            check_at_least(name, getattr(self, name), 1)
+        check_at_least("learning_starts", self.learning_starts, 0)
+        check_at_least("eval_every", self.eval_every, 0)
         if not (
             isinstance(self.learning_rate, (int, float))
             and math.isfinite(self.learning_rate)
@@ -185,12 +197,14 @@ class DQNConfig:
         return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in values.items()})
 
 
-def _choice(name: str, value: Any, allowed: Sequence[str]) -> None:
+def check_choice(name: str, value: Any, allowed: Sequence[str]) -> None:
+    """``ValueError`` naming ``name`` and the allowed values unless ``value`` is one of them."""
     if value not in allowed:
         raise ValueError(f"{name}={value!r} is not supported: expected one of {list(allowed)}")
 
 
-def _at_least(name: str, value: Any, minimum: int) -> None:
+def check_at_least(name: str, value: Any, minimum: int) -> None:
+    """``ValueError`` naming ``name`` and the range unless ``value`` is an integer ``>= minimum``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name}={value!r} is out of range: expected an integer >= {minimum}")
 
@@ -390,7 +404,7 @@ class TrainResult:
 
         return {
             "arm": self.arm,
-            "env_id": "DoorsJax pure functions" if self.arm == "flax-scan" else self.config.env_id,
+            "env_id": PURE_FUNCTIONS if self.arm == "flax-scan" else self.config.env_id,
             "wall_seconds": round(self.wall_seconds, 2),
             "env_steps": self.env_steps,
             "updates": self.updates,

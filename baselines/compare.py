@@ -39,7 +39,18 @@ import numpy as np
 import doors_gym
 
 from . import tracking
-from .common import ARMS, SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, DQNConfig, evaluate_greedy, get_arm, load_arm_module
+from .common import (
+    ARMS,
+    SOLVED_ROLLING_REWARD,
+    SOLVED_SUCCESS,
+    DQNConfig,
+    check_at_least,
+    check_choice,
+    evaluate_greedy,
+    get_arm,
+    is_solved,
+    load_arm_module,
+)
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
 REFERENCE_ARM = "torch-numpy"
@@ -98,17 +109,15 @@ class CompareOptions:
         if not self.arms:
             raise ValueError("arms=() is empty: expected one or more of " + str(list(ARMS)))
         for arm in self.arms:
-            if arm not in ARMS:
-                raise ValueError(f"arms={arm!r} is not supported: expected arms among {list(ARMS)}")
+            check_choice("arms", arm, tuple(ARMS))
         if len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms={list(self.arms)} repeats an arm: expected each arm once")
-        if self.preset not in PRESETS:
-            raise ValueError(f"preset={self.preset!r} is not supported: expected one of {list(PRESETS)}")
-        _at_least("seeds", self.seeds, 1)
-        _at_least("first_seed", self.first_seed, 1)
+        check_choice("preset", self.preset, tuple(PRESETS))
+        check_at_least("seeds", self.seeds, 1)
+        check_at_least("first_seed", self.first_seed, 1)
         for name in ("total_steps", "eval_every"):
             if getattr(self, name) is not None:
-                _at_least(name, getattr(self, name), 1)
+                check_at_least(name, getattr(self, name), 1)
 
     def base_config(self) -> DQNConfig:
         """The preset's config, with ``total_steps`` / ``eval_every`` overrides (validated by ``DQNConfig``)."""
@@ -123,11 +132,6 @@ class CompareOptions:
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.first_seed, self.first_seed + self.seeds))
-
-
-def _at_least(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is out of range: expected an integer >= {minimum}")
 
 
 def arm_config(options: CompareOptions, arm_name: str) -> tuple[DQNConfig, str]:
@@ -147,10 +151,7 @@ def arm_config(options: CompareOptions, arm_name: str) -> tuple[DQNConfig, str]:
 def _seed_figures(
     seed: int, history: list[dict[str, Any]], wall_seconds: float, final: dict[str, Any]
 ) -> dict[str, Any]:
-    solved_at = next(
-        (row["seconds"] for row in history if _row_solved(row)),
-        math.nan,
-    )
+    solved_at = next((row["seconds"] for row in history if is_solved(row)), math.nan)
     return {
         "seed": seed,
         "wall_seconds": wall_seconds,
@@ -166,10 +167,6 @@ def _seed_figures(
             for row in history
         ],
     }
-
-
-def _row_solved(row: dict[str, Any]) -> bool:
-    return row["greedy_success_rate"] >= SOLVED_SUCCESS and row["rolling_reward"] >= SOLVED_ROLLING_REWARD
 
 
 def _cache_path(options: CompareOptions, arm: str, seeds: Sequence[int]) -> pathlib.Path:
@@ -200,7 +197,7 @@ def run_arm(options: CompareOptions, arm_name: str, parent_run: str | None) -> d
     module = load_arm_module(arm)
     config, origin = arm_config(options, arm_name)
     seeds = options.seed_list
-    groups = [seeds] if arm.name == "flax-scan" else [[seed] for seed in seeds]
+    groups = [seeds] if arm.seeds_in_one_run else [[seed] for seed in seeds]
     per_seed: list[dict[str, Any]] = []
     for group in groups:
         group_config = dataclasses.replace(config, seed=group[0], num_seeds=len(group))
@@ -210,15 +207,14 @@ def run_arm(options: CompareOptions, arm_name: str, parent_run: str | None) -> d
             print(f"  {arm.name} seeds {group}: reusing {cache}", flush=True)
             per_seed += cached
             continue
-        env_label = "DoorsJax pure functions" if arm.name == "flax-scan" else group_config.env_id
-        tags = tracking.run_tags(arm.name, env_label, seeds=",".join(map(str, group)), hyperparameters=origin)
+        tags = tracking.run_tags(arm.name, arm.env_label, seeds=",".join(map(str, group)), hyperparameters=origin)
         with mlflow.start_run(run_name=f"{arm.name}-seed{group[0]}", nested=parent_run is not None, tags=tags):
             mlflow.log_params(tracking.config_params(group_config))
             result = module.train(group_config)
             tracking.log_result(result)
             if options.log_models:
                 tracking.log_model(result)
-        if arm.name == "flax-scan":
+        if arm.seeds_in_one_run:
             figures = _scan_seed_figures(result, group)
         else:
             figures = [_seed_figures(group[0], result.history, result.wall_seconds, result.history[-1])]
@@ -250,10 +246,7 @@ def summarise(arm_result: dict[str, Any]) -> dict[str, Any]:
         "label": arm_result["label"],
         "hyperparameters": arm_result["hyperparameters"],
         "seeds": len(seeds),
-        "solved": sum(
-            seed["greedy_success_rate"] >= SOLVED_SUCCESS and seed["rolling_reward"] >= SOLVED_ROLLING_REWARD
-            for seed in seeds
-        ),
+        "solved": sum(is_solved(seed) for seed in seeds),
         "wall_seconds_total": float(sum(seed["wall_seconds"] for seed in seeds)),
     }
     for key in (*FIGURES, "wall_seconds"):
@@ -265,6 +258,15 @@ def summarise(arm_result: dict[str, Any]) -> dict[str, Any]:
     row["seconds_to_solved_mean"] = float(solved_times.mean()) if solved_times.size else math.nan
     row["solved_ever"] = int(solved_times.size)
     return row
+
+
+def add_speedups(rows: list[dict[str, Any]]) -> None:
+    """Sets each row's ``speedup_vs_torch_numpy``: torch x NumPy's total wall time over the row's (``None`` without it)."""
+    reference = next((row for row in rows if row["arm"] == REFERENCE_ARM), None)
+    for row in rows:
+        row["speedup_vs_torch_numpy"] = (
+            reference["wall_seconds_total"] / row["wall_seconds_total"] if reference else None
+        )
 
 
 def oracle_row(config: DQNConfig) -> dict[str, Any]:
@@ -287,7 +289,6 @@ def _spread(row: dict[str, Any], key: str, digits: int = 3) -> str:
 
 def markdown_table(rows: list[dict[str, Any]], oracle: dict[str, Any], config: DQNConfig, machine: str) -> str:
     """The comparison as Markdown: ours (mean ± sd over seeds), the oracle, the study's published figures."""
-    reference = next((row for row in rows if row["arm"] == REFERENCE_ARM), None)
     head = (
         "| arm | hyperparameters | solved at the end | rolling reward | greedy success | normalised return "
         "| greedy step reward | wall s (all seeds) | s per seed | s to first solved (seeds) "
@@ -295,7 +296,7 @@ def markdown_table(rows: list[dict[str, Any]], oracle: dict[str, Any], config: D
     )
     lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
-        speedup = f"{reference['wall_seconds_total'] / row['wall_seconds_total']:.1f}x" if reference else "-"
+        speedup = "-" if row["speedup_vs_torch_numpy"] is None else f"{row['speedup_vs_torch_numpy']:.1f}x"
         to_solved = (
             "-"
             if math.isnan(row["seconds_to_solved_mean"])
@@ -332,7 +333,8 @@ def markdown_table(rows: list[dict[str, Any]], oracle: dict[str, Any], config: D
         f"{config.total_steps:,} env steps per seed, {config.num_envs} envs, evaluation every {config.eval_every:,} "
         f"steps; rolling reward over the last {config.rolling_episodes} training episodes; greedy figures over all "
         f"{config.params.width ** 2} start/goal pairs. Spread: ± one standard deviation over seeds. "
-        "Solved: greedy success >= 99 % and rolling reward >= 0.75; s to first solved is the mean wall time of "
+        f"Solved: greedy success >= {SOLVED_SUCCESS * 100:g} % and rolling reward >= {SOLVED_ROLLING_REWARD}; "
+        "s to first solved is the mean wall time of "
         "the first evaluation where a seed was solved, over the seeds that got there. flax-scan trains its seeds "
         "together under one vmap; its s per seed is the total divided by the seeds."
     )
@@ -356,13 +358,11 @@ CSV_COLUMNS = (
 
 
 def write_csv(rows: list[dict[str, Any]], oracle: dict[str, Any], path: pathlib.Path) -> None:
-    reference = next((row for row in rows if row["arm"] == REFERENCE_ARM), None)
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
         writer.writeheader()
         for row in rows:
-            speedup = reference["wall_seconds_total"] / row["wall_seconds_total"] if reference else ""
-            writer.writerow({**{key: row.get(key, "") for key in CSV_COLUMNS}, "speedup_vs_torch_numpy": speedup})
+            writer.writerow({key: row.get(key, "") for key in CSV_COLUMNS})
         writer.writerow(
             {
                 "arm": "oracle",
@@ -409,7 +409,8 @@ def plot_curves(results: list[dict[str, Any]], oracle: dict[str, Any], path: pat
             values = np.array([[point[key] for point in curve[:length]] for curve in curves], dtype=float)
             keep = ~np.isnan(values).all(axis=0)  # points where no seed had finished a training episode yet
             values, point_seconds = values[:, keep], seconds[keep]
-            label = result["label"] + (f" ({len(curves)} seeds in one run)" if result["arm"] == "flax-scan" else "")
+            one_run = get_arm(result["arm"]).seeds_in_one_run
+            label = result["label"] + (f" ({len(curves)} seeds in one run)" if one_run else "")
             (line,) = axis.plot(point_seconds, np.nanmean(values, axis=0), marker="o", markersize=3, label=label)
             axis.fill_between(
                 point_seconds, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.2, color=line.get_color()
@@ -477,6 +478,7 @@ def compare(options: CompareOptions) -> dict[str, Any]:
                 print(f"{arm}: training {options.seeds} seeds", flush=True)
                 results.append(run_arm(options, arm, parent.info.run_id))
             rows = [summarise(result) for result in results]
+            add_speedups(rows)
             base = options.base_config()
             oracle = oracle_row(base)
             table = markdown_table(rows, oracle, base, machine_line())

@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,8 @@ from .common import TrainResult
 
 # MLflow's usage telemetry would try the network on every run; nothing here may.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+T = TypeVar("T")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 HISTORY_METRICS = (
@@ -94,26 +96,42 @@ def connect(uri: str | None, experiment: str) -> str:
         with sqlite_lock(uri):
             return _experiment_id(mlflow, experiment)
     except Exception as error:  # noqa: BLE001 - any store failure becomes one clear message
-        first_line = (str(error).strip().splitlines() or [""])[0]
-        raise ValueError(f"tracking_uri={uri!r} is unreachable: {type(error).__name__}: {first_line}") from error
+        raise ValueError(f"tracking_uri={uri!r} is unreachable: {type(error).__name__}: {first_line(error)}") from error
 
 
 def _experiment_id(mlflow: Any, experiment: str) -> str:
     client = mlflow.MlflowClient()
-    for attempt in range(6):
+
+    def find_or_create() -> str:
+        found = client.get_experiment_by_name(experiment)
+        return found.experiment_id if found is not None else client.create_experiment(experiment)
+
+    experiment_id = retry_creation_race(find_or_create)
+    mlflow.set_experiment(experiment_id=experiment_id)
+    return experiment_id
+
+
+def is_creation_race(error: BaseException) -> bool:
+    """Whether ``error`` is a concurrent worker creating the same tables or rows (worth a retry)."""
+    text = str(error).lower()
+    return any(sign in text for sign in ("unique", "already exists", "locked", "duplicate"))
+
+
+def retry_creation_race(create: Callable[[], T], attempts: int = 6) -> T:
+    """``create()``, tried again (with a growing pause) while it loses a creation race to another worker."""
+    for attempt in range(attempts - 1):
         try:
-            found = client.get_experiment_by_name(experiment)
-            experiment_id = found.experiment_id if found is not None else client.create_experiment(experiment)
-        except Exception as error:  # noqa: BLE001
-            # Workers started together race to create the store's tables and the experiment.
-            text = str(error).lower()
-            if attempt == 5 or not any(sign in text for sign in ("unique", "already exists", "locked")):
+            return create()
+        except Exception as error:  # noqa: BLE001 - only races are retried; anything else is raised
+            if not is_creation_race(error):
                 raise
             time.sleep(0.5 * (attempt + 1))
-            continue
-        mlflow.set_experiment(experiment_id=experiment_id)
-        return experiment_id
-    raise RuntimeError(f"could not create or find the experiment {experiment!r}")
+    return create()
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message (driver errors run to pages)."""
+    return (str(error).strip().splitlines() or [""])[0]
 
 
 @functools.cache
@@ -234,13 +252,6 @@ def load_flax_model(run_id: str) -> tuple[Any, Any, Any]:
     with tempfile.TemporaryDirectory() as folder:
         path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="model/model.msgpack", dst_path=folder)
         return dqn_flax.load_model(path)
-
-
-def log_text_artifact(text: str, artifact_file: str) -> None:
-    """Logs ``text`` as a file of the active run."""
-    import mlflow
-
-    mlflow.log_text(text, artifact_file)
 
 
 @contextlib.contextmanager

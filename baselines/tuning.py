@@ -31,7 +31,6 @@ import math
 import re
 import socket
 import sys
-import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -39,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from . import tracking
-from .common import ARMS, DQNConfig, get_arm, learning_score, load_arm_module
+from .common import ARMS, DQNConfig, check_at_least, get_arm, learning_score, load_arm_module
 
 DEFAULT_STORAGE = "sqlite:///optuna.db"
 DEFAULT_EXPERIMENT = "doors-gym-tune"
@@ -126,36 +125,21 @@ def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_p
     import optuna
 
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+
+    def create() -> Any:
+        with warnings.catch_warnings(), tracking.sqlite_lock(url):
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(
+                url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period
+            )
+
     try:
-        for attempt in range(6):
-            try:
-                with warnings.catch_warnings(), tracking.sqlite_lock(url):
-                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                    return optuna.storages.RDBStorage(
-                        url,
-                        engine_kwargs=engine_kwargs,
-                        heartbeat_interval=heartbeat_interval,
-                        grace_period=grace_period,
-                    )
-            except Exception as error:  # noqa: BLE001
-                if attempt == 5 or not is_creation_race(error):
-                    raise
-                time.sleep(0.5 * (attempt + 1))  # workers started together race to create the schema
+        return tracking.retry_creation_race(create)  # workers started together race to create the schema
     except Exception as error:  # noqa: BLE001 - driver, network and path errors all mean "unreachable"
         raise ValueError(
-            f"storage={storage_display(url)!r} is unreachable: {type(error).__name__}: {_first_line(error)}; "
+            f"storage={storage_display(url)!r} is unreachable: {type(error).__name__}: {tracking.first_line(error)}; "
             "expected an SQLAlchemy URL such as sqlite:///optuna.db or postgresql+psycopg2://user@host/db"
         ) from error
-
-
-def is_creation_race(error: BaseException) -> bool:
-    """Whether ``error`` is a concurrent worker creating the same tables or rows (worth a retry)."""
-    text = str(error).lower()
-    return any(sign in text for sign in ("unique constraint", "already exists", "database is locked", "duplicate"))
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [""])[0]
 
 
 def create_study(
@@ -192,9 +176,7 @@ def create_study(
 
 def finished_trials(study: Any) -> list[Any]:
     """The study's complete and pruned trials (what ``--n-trials`` counts)."""
-    import optuna
-
-    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
+    return study.get_trials(deepcopy=False, states=_finished_states())
 
 
 def parent_run_id(experiment_id: str, study_name: str, tags: dict[str, str], params: dict[str, str]) -> str:
@@ -258,7 +240,7 @@ def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, work
         config = suggest_config(trial, base)
         tags = tracking.run_tags(
             arm.name,
-            "DoorsJax pure functions" if arm.name == "flax-scan" else config.env_id,
+            arm.env_label,
             **{
                 "optuna.study": trial.study.study_name,
                 "optuna.trial": str(trial.number),
@@ -389,13 +371,9 @@ class TuneOptions:
     def __post_init__(self) -> None:
         get_arm(self.arm)
         for name in ("n_trials", "total_steps", "eval_every", "heartbeat_interval", "grace_period"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} is out of range: expected an integer >= 1")
+            check_at_least(name, getattr(self, name), 1)
         for name in ("seed", "worker"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name}={value!r} is out of range: expected an integer >= 0")
+            check_at_least(name, getattr(self, name), 0)
         if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
             raise ValueError(f"timeout={self.timeout!r} is out of range: expected a number of seconds > 0")
         if not STUDY_NAME_PATTERN.match(self.resolved_study_name):
