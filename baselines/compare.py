@@ -141,10 +141,17 @@ def arm_config(options: CompareOptions, arm_name: str) -> tuple[DQNConfig, str]:
     if options.tuned:
         from .tuning import best_config
 
-        found = best_config(options.storage, f"dqn-{arm.name}", base)
+        study_name = f"dqn-{arm.name}"
+        found = best_config(options.storage, study_name, base)
         if found is not None:
             config, origin = found
             return config, f"tuned ({origin['study']}, trial {origin['trial']})"
+        print(
+            f"  {arm.name}: no complete trial in the study {study_name!r} of --storage; "
+            f"training with the {options.preset} preset (the table says so)",
+            file=sys.stderr,
+            flush=True,
+        )
     return base, options.preset
 
 

@@ -454,11 +454,16 @@ def _finished_states() -> tuple[Any, ...]:
 
 
 def best_config(storage: str, study_name: str, base: DQNConfig) -> tuple[DQNConfig, dict[str, Any]] | None:
-    """The best trial's config of ``study_name`` in ``storage``, with a description; ``None`` if no trial completed."""
+    """The best trial's config of ``study_name`` in ``storage``, with a description.
+
+    ``None`` if the study does not exist or has no complete trial; ``ValueError``
+    naming the URL if the storage cannot be reached.
+    """
     import optuna
 
+    opened = open_storage(storage)
     try:
-        study = optuna.load_study(study_name=study_name, storage=open_storage(storage))
+        study = optuna.load_study(study_name=study_name, storage=opened)
         best = study.best_trial
     except (KeyError, ValueError):
         return None

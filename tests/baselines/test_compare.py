@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import pathlib
 
 import pytest
@@ -139,3 +140,15 @@ def test_main_prints_the_table(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
     printed = capsys.readouterr().out
     assert code == 0 and "| Flax x Doors-v0 (NumPy) |" in printed and "oracle (shortest paths)" in printed
     assert (tmp_path / "out" / "compare.md").exists()
+
+
+def test_tuned_without_a_study_says_so_and_an_unreachable_storage_is_an_error(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = compare.CompareOptions(tuned=True, storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+    config, origin = compare.arm_config(options, "flax-jax")
+    assert origin == "quick" and config == dataclasses.replace(compare.CompareOptions().base_config(), env_id="DoorsJax-v0")
+    assert "no complete trial in the study 'dqn-flax-jax'" in capsys.readouterr().err
+    unreachable = compare.CompareOptions(tuned=True, storage=f"sqlite:///{tmp_path / 'missing' / 'optuna.db'}")
+    with pytest.raises(ValueError, match="is unreachable"):
+        compare.arm_config(unreachable, "flax-jax")
