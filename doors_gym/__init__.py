@@ -9,7 +9,7 @@ that needs them is created.
 >>> env = gym.make("Doors-v0")
 >>> obs, info = env.reset(seed=0)
 >>> obs.shape, obs.dtype.name
-((225,), 'int8')
+((225,), 'int16')
 """
 
 from gymnasium.envs.registration import register

@@ -1,4 +1,13 @@
-"""``doors-gym``: play the env, render episodes to video, print the oracle's figures."""
+"""``doors-gym``: play the env, render episodes to video, print the oracle's figures, and the plugged-in commands.
+
+The env package knows only its own commands. Other installed packages add
+theirs through the entry-point group :data:`COMMANDS_GROUP` (the DQN baselines
+of this distribution add ``train``, ``enjoy``, ``tune`` and ``compare``): each
+entry point is a function ``add_commands(commands, layout)`` that adds
+subparsers to ``commands`` (with ``layout``, the shared layout flags, as a
+parent where they apply) and sets ``handler`` on each, called with the parsed
+arguments.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +15,25 @@ import argparse
 import pathlib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib import metadata
 from typing import Any
 
 import numpy as np
 
 from doors_gym import __version__, core, rendering
+from doors_gym.extras import MissingExtra, NoDisplay, import_pygame, require_display
 
 ENV_CHOICES = ("Doors-v0", "DoorsJax-v0")
 POLICIES = ("random", "oracle")
 KEYS_HELP = "arrows or WASD move, space stays, Esc or closing the window quits"
+COMMANDS_GROUP = "doors_gym.commands"
+"""Entry-point group through which other packages add ``doors-gym`` subcommands."""
+DEFAULT_FPS = 8
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: an integer ``>= 1``."""
     try:
         value = int(text)
     except ValueError:
@@ -28,19 +43,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _layout_parser() -> argparse.ArgumentParser:
+def layout_parser() -> argparse.ArgumentParser:
+    """The layout flags every command that builds an env takes, as a parent parser."""
     parser = argparse.ArgumentParser(add_help=False)
-    group = parser.add_argument_group("environment")
-    group.add_argument(
-        "--env", choices=ENV_CHOICES, default="Doors-v0", help="which implementation (default: %(default)s)"
-    )
+    group = parser.add_argument_group("layout")
     group.add_argument(
         "--grid-size",
         type=int,
         nargs=2,
         metavar=("H", "W"),
         default=list(core.DEFAULT_GRID_SIZE),
-        help="grid height and width, H >= 3, W >= 1 (default: 15 15)",
+        help=f"grid height and width, H >= 3, W >= 1, H * W <= {core.MAX_CELLS} (default: 15 15)",
     )
     group.add_argument("--n-doors", type=int, default=None, help="number of doors, 1..W (default: 3)")
     group.add_argument(
@@ -48,17 +61,49 @@ def _layout_parser() -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--max-episode-steps",
-        type=_positive_int,
+        type=int,
         default=core.DEFAULT_MAX_EPISODE_STEPS,
-        help="time limit per episode (default: %(default)s)",
+        help="time limit per episode, or -1 for none (default: %(default)s)",
     )
-    group.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
     return parser
 
 
+def layout_keywords(args: argparse.Namespace) -> dict[str, Any]:
+    """The env keywords of the layout flags."""
+    return {
+        "grid_size": tuple(args.grid_size),
+        "n_doors": args.n_doors,
+        "door_cols": args.door_cols,
+        "max_episode_steps": args.max_episode_steps,
+    }
+
+
+def viewer_arguments(parser: argparse.ArgumentParser, cell_pixels: int, fps: int = DEFAULT_FPS) -> None:
+    """``--fps`` and ``--cell-pixels``, for every command that shows or records frames."""
+    parser.add_argument("--fps", type=positive_int, default=fps, help="frames per second (default: %(default)s)")
+    parser.add_argument(
+        "--cell-pixels", type=positive_int, default=cell_pixels, help="pixels per cell (default: %(default)s)"
+    )
+
+
+def episodes_arguments(parser: argparse.ArgumentParser, episodes: int, out_required: bool) -> None:
+    """``--episodes``, ``--out`` and the viewer flags, for every command that plays episodes to watch."""
+    parser.add_argument(
+        "--episodes", type=positive_int, default=episodes, help="number of episodes (default: %(default)s)"
+    )
+    where = "the output file" if out_required else "write the episodes to this file instead of a window"
+    parser.add_argument("--out", type=pathlib.Path, required=out_required, default=None, help=f"{where}: .mp4 or .gif")
+    viewer_arguments(parser, cell_pixels=24)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``doors-gym`` argument parser."""
-    layout = _layout_parser()
+    """The ``doors-gym`` argument parser: the env commands and every plugged-in command."""
+    layout = layout_parser()
+    env = argparse.ArgumentParser(add_help=False)
+    env.add_argument(
+        "--env", choices=ENV_CHOICES, default="Doors-v0", help="which implementation (default: %(default)s)"
+    )
+    env.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
     parser = argparse.ArgumentParser(
         prog="doors-gym",
         description=(
@@ -74,15 +119,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     play = commands.add_parser(
         "play",
-        parents=[layout],
+        parents=[layout, env],
         help="play with the keyboard in a window",
         description=f"Play Doors in a pygame window: {KEYS_HELP}. Each key press is one step.",
     )
-    play.add_argument("--cell-pixels", type=_positive_int, default=32, help="pixels per cell (default: %(default)s)")
+    viewer_arguments(play, cell_pixels=32, fps=30)
+    play.set_defaults(handler=run_play)
 
     render = commands.add_parser(
         "render",
-        parents=[layout],
+        parents=[layout, env],
         help="record episodes of a policy to an .mp4 or .gif",
         description="Run a policy for some episodes and write every frame to a video file "
         "(OpenCV, no other video stack).",
@@ -93,62 +139,33 @@ def build_parser() -> argparse.ArgumentParser:
         default="oracle",
         help="who acts: random actions or the shortest-path oracle (default: %(default)s)",
     )
-    render.add_argument("--episodes", type=_positive_int, default=1, help="number of episodes (default: %(default)s)")
-    render.add_argument("--out", type=pathlib.Path, required=True, help="output file, .mp4 or .gif")
-    render.add_argument("--fps", type=_positive_int, default=8, help="frames per second (default: %(default)s)")
-    render.add_argument("--cell-pixels", type=_positive_int, default=24, help="pixels per cell (default: %(default)s)")
+    episodes_arguments(render, episodes=1, out_required=True)
+    render.set_defaults(handler=run_render)
 
-    baselines = _baselines_module("common")
-    if baselines is not None:
-        train = commands.add_parser(
-            "train",
-            help="train a DQN arm (torch, flax or flax-scan) on Doors-v0 or DoorsJax-v0",
-            description="Train one DQN arm and print its figures. Every hyperparameter is a flag; "
-            "--env is short for --env-id.",
-        )
-        train.add_argument("--arm", choices=ARMS, default="torch", help="which implementation (default: %(default)s)")
-        baselines.add_config_arguments(train)
-        train.add_argument("--save", default=None, help="write the trained model to this file (.pt for torch)")
-        enjoy = commands.add_parser(
-            "enjoy",
-            help="watch a trained model's greedy episodes (window, .mp4 or .gif)",
-            description="Load a model written by `doors-gym train --save` and play greedy episodes.",
-        )
-        enjoy.add_argument("model", help="a .pt (torch) or .msgpack (Flax) file")
-        enjoy.add_argument(
-            "--episodes", type=_positive_int, default=3, help="number of episodes (default: %(default)s)"
-        )
-        enjoy.add_argument("--out", type=pathlib.Path, default=None, help="write .mp4 or .gif instead of a window")
-        enjoy.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
-        tune = commands.add_parser(
-            "tune",
-            help="tune a DQN arm with Optuna (TPE + Hyperband), tracked in MLflow",
-            description="Run (or resume, or join as another worker) an Optuna study over one arm's hyperparameters. "
-            "Storage: a local SQLite file unless --storage names another SQLAlchemy URL (PostgreSQL for workers on "
-            "several machines). Every trial is a nested MLflow run under the study's parent run.",
-        )
-        _baselines_module("tuning").add_arguments(tune)
-        compare = commands.add_parser(
-            "compare",
-            help="train every arm over several seeds and print the study's Table 2, reproduced",
-            description="Train each arm over several seeds, evaluate greedily and write a table (Markdown and CSV) "
-            "and learning curves, beside the oracle and the study's published figures; everything goes to MLflow. "
-            "A killed comparison resumes from its finished runs.",
-        )
-        _baselines_module("compare").add_arguments(compare)
-
-    commands.add_parser(
+    oracle = commands.add_parser(
         "oracle",
         parents=[layout],
         help="print the shortest-path policy's figures over every start/goal pair",
         description="Evaluate the shortest-path oracle from every start/goal pair: success rate, mean per-step reward "
         "(0.776 on the default layout) and the longest path.",
     )
+    oracle.set_defaults(handler=run_oracle)
+
+    for add_commands in plugged_in_commands():
+        add_commands(commands, layout)
+    remember_subparsers(commands)
     return parser
 
 
-def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    return {"grid_size": tuple(args.grid_size), "n_doors": args.n_doors, "door_cols": args.door_cols}
+def remember_subparsers(commands: Any) -> None:
+    """Each subparser knows itself, so that errors print the subcommand's usage."""
+    for subparser in commands.choices.values():
+        subparser.set_defaults(parser=subparser)
+
+
+def plugged_in_commands() -> list[Callable[[Any, argparse.ArgumentParser], None]]:
+    """The ``add_commands`` functions of the :data:`COMMANDS_GROUP` entry points, by name."""
+    return [entry.load() for entry in sorted(metadata.entry_points(group=COMMANDS_GROUP), key=lambda e: e.name)]
 
 
 def _make_env(args: argparse.Namespace, render_mode: str, **extra: Any) -> Any:
@@ -156,9 +173,7 @@ def _make_env(args: argparse.Namespace, render_mode: str, **extra: Any) -> Any:
 
     import doors_gym  # noqa: F401  (registers the ids)
 
-    return gym.make(
-        args.env, max_episode_steps=args.max_episode_steps, render_mode=render_mode, **_env_kwargs(args), **extra
-    )
+    return gym.make(args.env, render_mode=render_mode, **layout_keywords(args), **extra)
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -197,8 +212,7 @@ def run_render(args: argparse.Namespace) -> int:
 
 def keys_to_action() -> dict[tuple[int, ...], int]:
     """The keyboard map of ``play``: arrows and WASD move, space stays."""
-    import pygame
-
+    pygame = import_pygame("doors-gym play")
     return {
         (pygame.K_RIGHT,): core.RIGHT,
         (ord("d"),): core.RIGHT,
@@ -213,29 +227,43 @@ def keys_to_action() -> dict[tuple[int, ...], int]:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    """``doors-gym play``: keyboard control through ``gymnasium.utils.play``."""
-    from gymnasium.utils.play import play
-
+    """``doors-gym play``: one step per key press in a window (display only: no audio, no console noise)."""
+    keys = keys_to_action()
+    pygame = import_pygame("doors-gym play")
+    require_display("doors-gym play")
     env = _make_env(args, "rgb_array", cell_pixels=args.cell_pixels)
+    window = rendering.HumanWindow("Doors - play", args.fps)
     print(f"Doors: {KEYS_HELP}.")
-
-    def report(
-        obs_t: Any, obs_tp1: Any, action: int, reward: float, terminated: bool, truncated: bool, info: dict
-    ) -> None:
-        if terminated or truncated:
-            print("goal reached!" if terminated else "out of time", "- a new episode starts")
-
-    # play() resets with its seed after every episode: seed once here so episodes differ.
     env.reset(seed=args.seed)
-    play(env, keys_to_action=keys_to_action(), noop=core.STAY, wait_on_player=True, callback=report, fps=30)
+    try:
+        while window.show(env.render(), poll=False):
+            events = window.poll()
+            if events is None:
+                break
+            for event in events:
+                if event.type != pygame.KEYDOWN:
+                    continue
+                if event.key == pygame.K_ESCAPE:
+                    return 0
+                action = keys.get((event.key,))
+                if action is None:
+                    continue
+                _, _, terminated, truncated, _ = env.step(action)
+                if terminated or truncated:
+                    print("goal reached!" if terminated else "out of time", "- a new episode starts")
+                    env.reset()
+    finally:
+        window.close()
+        env.close()
     return 0
 
 
 def run_oracle(args: argparse.Namespace) -> int:
     """``doors-gym oracle``: the optimum's figures for a layout."""
     from doors_gym.oracle import evaluate_oracle
+    from doors_gym.spaces import make_params
 
-    params = core.DoorsParams(max_episode_steps=args.max_episode_steps, **_env_kwargs(args))
+    params = make_params(**layout_keywords(args), default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
     figures = evaluate_oracle(params)
     pairs = params.width * params.width
     print(
@@ -249,80 +277,30 @@ def run_oracle(args: argparse.Namespace) -> int:
     return 0
 
 
-ARMS = ("torch", "flax", "flax-scan")
-ARM_MODULES = {"torch": "dqn_torch", "flax": "dqn_flax", "flax-scan": "dqn_flax_scan"}
-
-
-def _baselines_module(name: str) -> Any:
-    """A module of the DQN baselines: installed as ``doors_gym_baselines``, or ``baselines`` in a clone."""
-    import importlib
-
-    for package in ("doors_gym_baselines", "baselines"):
-        try:
-            return importlib.import_module(f"{package}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name not in (package, f"{package}.{name}"):
-                raise
-    return None
-
-
-def run_train(args: argparse.Namespace) -> int:
-    """``doors-gym train``: one DQN arm, in-process."""
-    import json
-
-    config = _baselines_module("common").config_from_arguments(args)
-    arm = _baselines_module(ARM_MODULES[args.arm])
-    result = arm.train(config)
-    print(json.dumps(result.summary(), indent=2))
-    if args.save:
-        arm.save_model(result, args.save)
-        print(f"saved the model to {args.save}")
-    return 0
-
-
-def run_tune(args: argparse.Namespace) -> int:
-    """``doors-gym tune``: one worker of an Optuna study."""
-    tuning = _baselines_module("tuning")
-    study = tuning.tune(tuning.options_from_arguments(args))
-    print(tuning.describe(study))
-    return 0
-
-
-def run_compare(args: argparse.Namespace) -> int:
-    """``doors-gym compare``: every arm over several seeds, the table and the plot."""
-    compare = _baselines_module("compare")
-    outcome = compare.compare(compare.options_from_arguments(args))
-    print(outcome["table"])
-    print("wrote " + ", ".join(str(path) for path in outcome["paths"].values()))
-    return 0
-
-
-def run_enjoy(args: argparse.Namespace) -> int:
-    """``doors-gym enjoy``: greedy episodes of a saved model."""
-    enjoy = _baselines_module("enjoy")
-    print(enjoy.describe(enjoy.enjoy(args.model, args.episodes, args.out, args.seed), args.episodes, args.out))
-    return 0
+def flag_names(message: str) -> str:
+    """Keyword errors (``n_doors=0``) as flag errors (``--n-doors 0``), for the command line."""
+    return re.sub(r"\b([a-z][a-z_]*)=", lambda match: f"--{match.group(1).replace('_', '-')} ", message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``doors-gym`` console script and ``python -m doors_gym``."""
-    parser = build_parser()
+    return run(build_parser(), argv)
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parses ``argv`` and runs the chosen subcommand's ``handler``.
+
+    A bad value exits 2 with the subcommand's usage and the flag named; a
+    missing optional stack or display exits 1 with one line saying what to do.
+    """
     args = parser.parse_args(argv)
-    handlers = {
-        "render": run_render,
-        "play": run_play,
-        "oracle": run_oracle,
-        "train": run_train,
-        "enjoy": run_enjoy,
-        "tune": run_tune,
-        "compare": run_compare,
-    }
     try:
-        return handlers[args.command](args)
+        return args.handler(args)
     except ValueError as error:
-        # Errors name keywords ("n_doors=0"); on the command line they are flags ("--n-doors 0").
-        message = re.sub(r"\b([a-z][a-z_]*)=", lambda match: f"--{match.group(1).replace('_', '-')} ", str(error))
-        parser.error(message)
+        args.parser.error(flag_names(str(error)))
+    except (MissingExtra, NoDisplay) as error:
+        print(f"doors-gym {args.command}: {error}", file=sys.stderr)
+        return 1
     return 2
 
 

@@ -32,8 +32,18 @@ ACTION_NAMES = ("stay", "right", "down", "left", "up")
 MOVES = ((0, 0), (0, 1), (1, 0), (0, -1), (-1, 0))
 """``(d_row, d_col)`` of each action."""
 
-OBS_DTYPE = np.int8
-"""Observation dtype of both implementations (JAX has no int64 by default)."""
+OBS_DTYPE = np.int16
+"""Dtype of the ``grid`` and ``coords`` observations and of their spaces' ``nvec``, in both implementations.
+
+Gymnasium gives a ``MultiDiscrete`` space's ``nvec`` the space's dtype, and
+clients add it up in that dtype: Stable-Baselines3 sums ``nvec`` with Python's
+``sum``, Gymnasium's ``unflatten`` keeps cumulative offsets in it. With int8,
+225 cells of 4 codes (900) wrapped to -124. int16 holds ``4 * H * W`` for every
+grid up to :data:`MAX_CELLS`, at half the memory of int32 (which costs a quarter
+of the native vector env's throughput at 4096 envs).
+"""
+ONEHOT_DTYPE = np.int8
+RGB_DTYPE = np.uint8
 POSITION_DTYPE = np.int32
 REWARD_DTYPE = np.float32
 
@@ -41,6 +51,23 @@ DEFAULT_GRID_SIZE = (15, 15)
 DEFAULT_N_DOORS = 3
 DEFAULT_MAX_EPISODE_STEPS = 60
 """``2 * (H + W)`` on the default grid; the longest shortest path there is 28 steps."""
+MAX_CELLS = 8191
+"""The largest grid, ``H * W <= 8191``: ``4 * H * W`` (the sum of ``nvec``) fits :data:`OBS_DTYPE`."""
+
+OBS_MODES = ("grid", "onehot", "rgb", "coords")
+"""Observation variants (Minigrid-style), chosen with ``obs_mode``:
+
+- ``grid``: the flat grid of cell codes, ``(H * W,)`` int16 (the default, SPEC.md);
+- ``onehot``: one 0/1 plane per cell code, ``(H, W, 4)`` int8;
+- ``rgb``: the ``rgb_array`` frame, ``(H * p, W * p, 3)`` uint8 with ``p = cell_pixels``;
+- ``coords``: ``(agent_row, agent_col, goal_row, goal_col)`` int16.
+"""
+
+EMPTY_COLOR, AGENT_COLOR, WALL_COLOR, GOAL_COLOR = (0, 0, 0), (0, 90, 255), (0, 170, 0), (230, 30, 30)
+DEFAULT_COLORS = {EMPTY: EMPTY_COLOR, AGENT: AGENT_COLOR, WALL: WALL_COLOR, GOAL: GOAL_COLOR}
+"""RGB colour of each cell code: empty black, agent blue, wall green, goal red."""
+DEFAULT_CELL_PIXELS = 16
+MAX_CELL_PIXELS = 256
 
 
 class DoorsState(NamedTuple):
@@ -83,11 +110,16 @@ class DoorsParams:
         door_cols: explicit, distinct door columns in ``[0, W)``. Defaults to
             ``k * (W // n_doors)`` for ``k = 0 .. n_doors - 1``.
         max_episode_steps: steps after which an episode is truncated, ``>= 1``,
-            or ``None`` for no limit (the Gymnasium ``TimeLimit`` wrapper then
-            decides).
+            or ``None`` for no limit of the env's own (Gymnasium's
+            ``TimeLimit`` then decides).
+        obs_mode: the observation variant, one of :data:`OBS_MODES`.
+        cell_pixels: pixels per cell of ``rgb_array`` frames and ``rgb``
+            observations, ``1..256``.
+        colors: ``{cell code: (r, g, b)}`` over :data:`DEFAULT_COLORS`.
 
-    After construction ``n_doors`` is an int and ``door_cols`` a sorted tuple,
-    so equal layouts compare and hash equal. Instances are hashable and
+    ``H * W`` may be at most :data:`MAX_CELLS`. After construction ``n_doors``
+    is an int, ``door_cols`` a sorted tuple and ``colors`` a tuple of four RGB
+    tuples, so equal settings compare and hash equal. Instances are hashable and
     immutable, so JAX treats them as static configuration.
 
     Raises:
@@ -98,6 +130,9 @@ class DoorsParams:
     n_doors: int | None = None
     door_cols: tuple[int, ...] | None = None
     max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS
+    obs_mode: str = "grid"
+    cell_pixels: int = DEFAULT_CELL_PIXELS
+    colors: Any = None
 
     def __post_init__(self) -> None:
         grid_size = self.grid_size
@@ -110,6 +145,11 @@ class DoorsParams:
             raise ValueError(
                 f"grid_size={tuple(grid_size)!r} is out of range: H must be >= 3 (a row above "
                 "and below the wall) and W must be >= 1"
+            )
+        if height * width > MAX_CELLS:
+            raise ValueError(
+                f"grid_size={tuple(grid_size)!r} is out of range: H * W = {height * width} cells, expected at most "
+                f"{MAX_CELLS} (4 * H * W, the sum of the observation space's nvec, must fit int16)"
             )
         object.__setattr__(self, "grid_size", (height, width))
 
@@ -153,6 +193,13 @@ class DoorsParams:
             if not _is_int(limit) or limit < 1:
                 raise ValueError(f"max_episode_steps={limit!r} is invalid: expected an integer >= 1 or None")
             object.__setattr__(self, "max_episode_steps", int(limit))
+        if self.obs_mode not in OBS_MODES:
+            raise ValueError(f"obs_mode={self.obs_mode!r} is not supported: expected one of {list(OBS_MODES)}")
+        cell_pixels = self.cell_pixels
+        if not _is_int(cell_pixels) or not 1 <= cell_pixels <= MAX_CELL_PIXELS:
+            raise ValueError(f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..{MAX_CELL_PIXELS}")
+        object.__setattr__(self, "cell_pixels", int(cell_pixels))
+        object.__setattr__(self, "colors", normalise_colors(self.colors))
 
     @property
     def height(self) -> int:
@@ -185,6 +232,37 @@ class DoorsParams:
     def layout(self) -> np.ndarray:
         """``(H, W)`` ``OBS_DTYPE`` grid of walls and empty cells (no agent, no goal)."""
         return _layout(self.grid_size, self.door_cols).copy()
+
+    @property
+    def palette(self) -> np.ndarray:
+        """``(4, 3)`` uint8: the colour of each cell code (a fresh array)."""
+        return np.array(self.colors, dtype=RGB_DTYPE)
+
+
+def normalise_colors(colors: Any) -> tuple[tuple[int, int, int], ...]:
+    """``{cell code: (r, g, b)}`` over the defaults, as a tuple of four RGB tuples (hashable).
+
+    Raises:
+        ValueError: for unknown cell codes or components outside ``0..255``.
+    """
+    if isinstance(colors, tuple) and len(colors) == NUM_CELL_TYPES and all(is_rgb(rgb) for rgb in colors):
+        return tuple(tuple(int(v) for v in rgb) for rgb in colors)
+    if colors is not None and not hasattr(colors, "items"):
+        raise ValueError(f"colors={colors!r} is invalid: expected None or a dict {{cell code: (r, g, b)}}")
+    palette = dict(DEFAULT_COLORS)
+    for code, rgb in (colors or {}).items():
+        if code not in DEFAULT_COLORS:
+            raise ValueError(f"colors has cell code {code!r}: expected one of {sorted(DEFAULT_COLORS)}")
+        if not is_rgb(rgb):
+            raise ValueError(f"colors[{code}]={rgb!r} is invalid: expected (r, g, b) with each in 0..255")
+        palette[code] = tuple(int(v) for v in rgb)
+    return tuple(palette[code] for code in range(NUM_CELL_TYPES))
+
+
+def is_rgb(value: Any) -> bool:
+    """Whether ``value`` is three integers in ``0..255``."""
+    values = np.asarray(value)
+    return values.shape == (3,) and values.dtype.kind in "iu" and values.min() >= 0 and values.max() <= 255
 
 
 @functools.lru_cache(maxsize=64)
@@ -287,6 +365,67 @@ def state_distance(state: DoorsState, xp: Any = np) -> Any:
 
 
 def observation(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:
+    """The observation of ``state`` in ``params.obs_mode`` (see :data:`OBS_MODES`), batch shape first."""
+    if params.obs_mode == "coords":
+        return coords_observation(state, xp)
+    return encode_grid(params, grid_observation(params, state, xp), xp)
+
+
+def coords_observation(state: DoorsState, xp: Any = np) -> Any:
+    """``batch + (4,)`` ``OBS_DTYPE``: agent row, agent column, goal row, goal column."""
+    return xp.stack([state.agent_row, state.agent_col, state.goal_row, state.goal_col], axis=-1).astype(OBS_DTYPE)
+
+
+def encode_grid(params: DoorsParams, grid: Any, xp: Any = np) -> Any:
+    """A flat grid observation ``batch + (H * W,)`` in ``params.obs_mode`` (``grid``, ``onehot`` or ``rgb``).
+
+    ``grid`` returns the grid itself (not a copy); ``onehot`` and ``rgb`` build
+    new arrays.
+    """
+    if params.obs_mode == "grid":
+        return grid
+    cells = grid.reshape(grid.shape[:-1] + params.grid_size)
+    if params.obs_mode == "onehot":
+        return (cells[..., None] == xp.arange(NUM_CELL_TYPES, dtype=OBS_DTYPE)).astype(ONEHOT_DTYPE)
+    if params.obs_mode == "rgb":
+        return rgb_image(cells, params.colors, params.cell_pixels, xp)
+    raise ValueError(f"obs_mode={params.obs_mode!r} has no grid encoding: expected one of ['grid', 'onehot', 'rgb']")
+
+
+AGENT_ON_GOAL = NUM_CELL_TYPES
+"""Tile index of the agent standing on the goal (the grid shows only the agent there)."""
+
+
+def rgb_image(cells: Any, colors: tuple[tuple[int, int, int], ...], pixels: int, xp: Any = np) -> Any:
+    """``batch + (H, W)`` cell codes to ``batch + (H * p, W * p, 3)`` uint8 with ``p = pixels`` per cell.
+
+    Each cell is a ``p x p`` tile of its colour. Where the agent stands on the
+    goal (no goal code left in the grid), its tile keeps a goal-coloured border
+    ``p // 4`` pixels wide, so the goal stays visible in an episode's last frame.
+    """
+    height, width = cells.shape[-2:]
+    goal_hidden = ~xp.any(cells == GOAL, axis=(-2, -1), keepdims=True)
+    codes = xp.where((cells == AGENT) & goal_hidden, AGENT_ON_GOAL, cells.astype(POSITION_DTYPE))
+    tiles = xp.asarray(_tiles(normalise_colors(colors), pixels))
+    image = tiles[codes]  # batch + (H, W, p, p, 3)
+    image = xp.swapaxes(image, -4, -3)  # batch + (H, p, W, p, 3)
+    return image.reshape(cells.shape[:-2] + (height * pixels, width * pixels, 3))
+
+
+@functools.lru_cache(maxsize=32)
+def _tiles(colors: tuple[tuple[int, int, int], ...], pixels: int) -> np.ndarray:
+    """``(5, p, p, 3)`` uint8: a tile per cell code, then the agent on the goal (read-only, cached)."""
+    palette = np.array(colors, dtype=RGB_DTYPE)
+    tiles = np.repeat(np.repeat(palette[:, None, None, :], pixels, axis=1), pixels, axis=2)
+    border = pixels // 4
+    on_goal = np.broadcast_to(palette[GOAL], (pixels, pixels, 3)).copy()
+    on_goal[border : pixels - border, border : pixels - border] = palette[AGENT]
+    tiles = np.concatenate([tiles, on_goal[None]])
+    tiles.setflags(write=False)
+    return tiles
+
+
+def grid_observation(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:
     """The grid flattened row-major, ``OBS_DTYPE``, shape ``batch + (H * W,)``.
 
     Walls from the layout, the goal, then the agent on top (it covers the goal

@@ -1,7 +1,8 @@
 """Pictures of the grid: RGB frames, text, a pygame window and video files.
 
 Shared by every env in the package. Only NumPy is imported here; pygame and
-OpenCV are imported by the functions that need them.
+OpenCV are imported by the functions that need them (the ``render`` extra), and
+their absence is reported with the extra to install.
 """
 
 from __future__ import annotations
@@ -12,16 +13,25 @@ from typing import Any
 
 import numpy as np
 
-from doors_gym.core import AGENT, EMPTY, GOAL, NUM_CELL_TYPES, WALL
+from doors_gym import core
+from doors_gym.core import AGENT, DEFAULT_CELL_PIXELS, DEFAULT_COLORS, EMPTY, GOAL, NUM_CELL_TYPES, WALL
+from doors_gym.extras import import_pygame, require, require_display
 
-DEFAULT_COLORS: Mapping[int, tuple[int, int, int]] = {
-    EMPTY: (0, 0, 0),
-    AGENT: (0, 90, 255),
-    WALL: (0, 170, 0),
-    GOAL: (230, 30, 30),
-}
-"""RGB colour of each cell code: empty black, agent blue, wall green, goal red."""
-DEFAULT_CELL_PIXELS = 16
+__all__ = [
+    "ANSI_CHARS",
+    "DEFAULT_CELL_PIXELS",
+    "DEFAULT_COLORS",
+    "HumanWindow",
+    "RENDER_MODES",
+    "VIDEO_SUFFIXES",
+    "grid_to_ansi",
+    "grid_to_rgb",
+    "make_palette",
+    "read_video_frame_count",
+    "validate_cell_pixels",
+    "write_video",
+]
+
 ANSI_CHARS = {EMPTY: ".", AGENT: "A", WALL: "#", GOAL: "G"}
 RENDER_MODES = ("human", "rgb_array", "ansi")
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -33,28 +43,22 @@ def make_palette(colors: Mapping[int, Sequence[int]] | None = None) -> np.ndarra
     Raises:
         ValueError: for unknown cell codes or components outside ``0..255``.
     """
-    palette = np.array([DEFAULT_COLORS[code] for code in range(NUM_CELL_TYPES)], dtype=np.uint8)
-    for code, rgb in (colors or {}).items():
-        if code not in DEFAULT_COLORS:
-            raise ValueError(f"colors has cell code {code!r}: expected one of {sorted(DEFAULT_COLORS)}")
-        values = np.asarray(rgb)
-        if values.shape != (3,) or values.min() < 0 or values.max() > 255:
-            raise ValueError(f"colors[{code}]={rgb!r} is invalid: expected (r, g, b) with each in 0..255")
-        palette[code] = values
-    return palette
+    return np.array(core.normalise_colors(colors), dtype=np.uint8)
 
 
 def validate_cell_pixels(cell_pixels: Any) -> int:
     """Returns ``cell_pixels`` as an int in ``1..256`` or raises ``ValueError``."""
-    if isinstance(cell_pixels, bool) or not isinstance(cell_pixels, (int, np.integer)) or not 1 <= cell_pixels <= 256:
-        raise ValueError(f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..256")
-    return int(cell_pixels)
+    return core.DoorsParams(cell_pixels=cell_pixels).cell_pixels
 
 
 def grid_to_rgb(grid: np.ndarray, palette: np.ndarray, cell_pixels: int = DEFAULT_CELL_PIXELS) -> np.ndarray:
-    """``(H, W)`` cell codes to an ``(H * p, W * p, 3)`` uint8 image, ``p = cell_pixels``."""
-    image = palette[np.asarray(grid)]
-    return np.repeat(np.repeat(image, cell_pixels, axis=0), cell_pixels, axis=1)
+    """``(H, W)`` cell codes to an ``(H * p, W * p, 3)`` uint8 image, ``p = cell_pixels``.
+
+    The agent standing on the goal keeps a goal-coloured border (see
+    :func:`doors_gym.core.rgb_image`, which the ``rgb`` observation uses too).
+    """
+    colors = tuple(tuple(int(v) for v in rgb) for rgb in np.asarray(palette).tolist())
+    return core.rgb_image(np.asarray(grid), colors, cell_pixels)
 
 
 def grid_to_ansi(grid: np.ndarray) -> str:
@@ -66,9 +70,11 @@ def grid_to_ansi(grid: np.ndarray) -> str:
 class HumanWindow:
     """A pygame window showing RGB frames at a fixed frame rate.
 
-    It opens on the first :meth:`show`, pumps the event queue on every frame
-    (so the OS never flags it as frozen) and closes on :meth:`close` or when the
-    user closes it.
+    It opens on the first :meth:`show` (after checking that a display exists),
+    pumps the event queue on every frame (so the OS never flags it as frozen)
+    and closes on :meth:`close` or when the user closes it. Only pygame's
+    display is initialised: ``pygame.init()`` would start the mixer too, and
+    print audio-driver errors on machines without sound.
     """
 
     def __init__(self, title: str, fps: int) -> None:
@@ -82,25 +88,35 @@ class HumanWindow:
         """Whether the window is currently open."""
         return self._screen is not None
 
-    def show(self, frame: np.ndarray) -> bool:
-        """Draws one ``(height, width, 3)`` uint8 frame; returns False if the user closed the window."""
-        import pygame
+    def show(self, frame: np.ndarray, poll: bool = True) -> bool:
+        """Draws one ``(height, width, 3)`` uint8 frame; returns False if the user closed the window.
 
+        With ``poll=False`` the events are left for the caller's :meth:`poll`.
+        """
+        pygame = import_pygame("render_mode='human'")
         if self._screen is None:
-            pygame.init()
+            require_display("render_mode='human'")
             pygame.display.init()
             pygame.display.set_caption(self.title)
             self._screen = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
             self._clock = pygame.time.Clock()
-        for event in pygame.event.get():
-            if event.type == pygame.QUIT:
-                self.close()
-                return False
+        elif poll and self.poll() is None:
+            return False
         surface = pygame.surfarray.make_surface(np.ascontiguousarray(frame.transpose(1, 0, 2)))
         self._screen.blit(surface, (0, 0))
         pygame.display.flip()
         self._clock.tick(self.fps)
         return True
+
+    def poll(self) -> list[Any] | None:
+        """The pygame events since the last poll; None (and the window closed) if the user closed it."""
+        import pygame
+
+        events = pygame.event.get()
+        if any(event.type == pygame.QUIT for event in events):
+            self.close()
+            return None
+        return events
 
     def close(self) -> None:
         """Closes the window; safe to call more than once."""
@@ -108,7 +124,6 @@ class HumanWindow:
             import pygame
 
             pygame.display.quit()
-            pygame.quit()
             self._screen = None
             self._clock = None
 
@@ -128,8 +143,7 @@ def write_video(frames: Iterable[np.ndarray], path: str | pathlib.Path, fps: int
         ValueError: for an unknown suffix, no frames, frames of different sizes
             or a bad ``fps``.
     """
-    import cv2
-
+    cv2 = require("cv2", "writing videos")
     path = pathlib.Path(path)
     suffix = path.suffix.lower()
     if suffix not in VIDEO_SUFFIXES:
@@ -164,7 +178,7 @@ def write_video(frames: Iterable[np.ndarray], path: str | pathlib.Path, fps: int
 
 def read_video_frame_count(path: str | pathlib.Path) -> int:
     """Counts the frames of a video written by :func:`write_video` (for checks and tests)."""
-    import cv2
+    cv2 = require("cv2", "reading videos")
 
     path = pathlib.Path(path)
     if path.suffix.lower() == ".gif":

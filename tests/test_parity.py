@@ -18,6 +18,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import doors_gym  # noqa: E402, F401  (registers the ids)
+from doors_gym import core  # noqa: E402
 from doors_gym.core import MOVES, STAY, WALL, DoorsParams, DoorsState  # noqa: E402
 from doors_gym.envs.doors import DoorsEnv  # noqa: E402
 from doors_gym.jax import functional as F  # noqa: E402
@@ -134,7 +135,7 @@ def test_random_transitions_identical():
 
         batch = DoorsState(*(jnp.asarray(states[:, i], dtype=jnp.int32) for i in range(5)))
         obs, next_state, reward, terminated, truncated, info = step(batch, jnp.asarray(actions, jnp.int32), params)
-        assert obs.dtype == np.int8 and np.stack(np_obs).dtype == np.int8
+        assert obs.dtype == np.int16 and np.stack(np_obs).dtype == np.int16
         np.testing.assert_array_equal(np.asarray(obs), np.stack(np_obs))
         assert reward.dtype == jnp.float32
         np_reward = np.asarray(np_reward, dtype=np.float32)
@@ -216,8 +217,10 @@ def test_make_vec_parity_with_autoresets():
         jax_obs, jax_reward, jax_terminated, jax_truncated, jax_info = jax_env.step(actions)
         for output in (jax_obs, jax_reward, jax_terminated, jax_truncated, jax_info["distance"]):
             assert isinstance(output, np.ndarray)
-        assert jax_obs.dtype == np_obs.dtype == np.int8
-        assert jax_reward.dtype == np_reward.dtype == np.float32
+        assert jax_obs.dtype == np_obs.dtype == np.int16
+        # float64 arrays, as SyncVectorEnv returns rewards, holding the rules' float32 values exactly.
+        assert jax_reward.dtype == np_reward.dtype == np.float64
+        np.testing.assert_array_equal(np_reward.astype(np.float32), np_reward)
 
         restarted = ended
         kept = ~restarted
@@ -297,29 +300,81 @@ def test_start_distributions_agree(layout):
 
 @pytest.mark.parametrize("layout", [{}, {"grid_size": (9, 21), "n_doors": 4}], ids=layout_id)
 def test_spaces_identical(layout):
-    """Both envs (single and vector) declare the same observation and action spaces; obs are int8."""
+    """Both envs (single and vector) declare the same observation and action spaces; obs are int16."""
     np_env = gym.make("Doors-v0", **layout)
     jax_env = gym.make("DoorsJax-v0", **layout)
     height, width = np_env.unwrapped.params.grid_size
     for space in (np_env.observation_space, jax_env.observation_space):
         assert isinstance(space, gym.spaces.MultiDiscrete)
         assert space.shape == (height * width,)
-        assert space.dtype == np.int8
+        assert space.dtype == np.int16
         np.testing.assert_array_equal(space.nvec, np.full(height * width, 4))
     assert np_env.observation_space == jax_env.observation_space
     assert np_env.observation_space.nvec.dtype == jax_env.observation_space.nvec.dtype
     assert np_env.action_space == jax_env.action_space == gym.spaces.Discrete(5)
     np_obs, _ = np_env.reset(seed=0)
     jax_obs, _ = jax_env.reset(seed=0)
-    assert np_obs.dtype == jax_obs.dtype == np.int8
+    assert np_obs.dtype == jax_obs.dtype == np.int16
     assert np_obs in np_env.observation_space and jax_obs in jax_env.observation_space
 
     np_vec = gym.make_vec("Doors-v0", 3, **layout)
     jax_vec = gym.make_vec("DoorsJax-v0", 3, **layout)
     assert np_vec.single_observation_space == jax_vec.single_observation_space == np_env.observation_space
     assert np_vec.observation_space == jax_vec.observation_space
-    assert np_vec.observation_space.dtype == jax_vec.observation_space.dtype == np.int8
+    assert np_vec.observation_space.dtype == jax_vec.observation_space.dtype == np.int16
     np_batch, _ = np_vec.reset(seed=0)
     jax_batch, _ = jax_vec.reset(seed=0)
-    assert np_batch.dtype == jax_batch.dtype == np.int8
+    assert np_batch.dtype == jax_batch.dtype == np.int16
     assert np_batch.shape == jax_batch.shape == (3, height * width)
+
+
+OBS_MODE_LAYOUTS = [
+    {"max_episode_steps": 60},
+    {"grid_size": (4, 7), "door_cols": (6, 2), "max_episode_steps": 9, "cell_pixels": 5},
+]
+
+
+@pytest.mark.parametrize("obs_mode", ["onehot", "rgb", "coords"])
+@pytest.mark.parametrize("layout", OBS_MODE_LAYOUTS, ids=layout_id)
+def test_observation_variants_identical(obs_mode, layout):
+    """Every obs_mode: the same observation from both backends, single and vector, for random transitions."""
+    rng = np.random.default_rng(7)
+    keywords = {**layout, "obs_mode": obs_mode, "cell_pixels": layout.get("cell_pixels", 4)}
+    env = DoorsEnv(**keywords)
+    params = env.params
+    assert params.obs_mode == obs_mode
+    states = sample_states(params, rng, 300)
+    actions = rng.integers(0, 5, size=len(states))
+    np_obs = []
+    for row, action in zip(states, actions):
+        env.set_state(DoorsState(*(np.int32(v) for v in row)))
+        obs, *_ = env.step(int(action))
+        assert env.observation_space.contains(obs)
+        np_obs.append(obs)
+    batch = DoorsState(*(jnp.asarray(states[:, i], dtype=jnp.int32) for i in range(5)))
+    obs, *_ = batched_env_step()(batch, jnp.asarray(actions, jnp.int32), params)
+    assert obs.dtype == np_obs[0].dtype
+    np.testing.assert_array_equal(np.asarray(obs), np.stack(np_obs))
+    # The grid mode of the same transitions, re-encoded, gives the same thing: one encoding per mode.
+    grid_params = DoorsParams(**{**keywords, "obs_mode": "grid"})
+    grids, *_ = batched_env_step()(batch, jnp.asarray(actions, jnp.int32), grid_params)
+    if obs_mode != "coords":
+        np.testing.assert_array_equal(core.encode_grid(params, np.asarray(grids)), np.stack(np_obs))
+
+    # Vector envs of both backends from the same states.
+    num_envs = 16
+    np_vec = gym.make_vec("Doors-v0", num_envs, **keywords)
+    jax_vec = gym.make_vec("DoorsJax-v0", num_envs, **keywords)
+    assert np_vec.single_observation_space == jax_vec.single_observation_space == env.observation_space
+    np_vec.reset(seed=0)
+    jax_vec.reset(seed=0)
+    start = DoorsState(*(states[:num_envs, i].astype(np.int32) for i in range(5)))
+    np.testing.assert_array_equal(np_vec.unwrapped.set_state(start), jax_vec.unwrapped.set_state(start))
+    restarted = np.zeros(num_envs, dtype=bool)
+    for vector_actions in rng.integers(0, 5, size=(20, num_envs)):
+        np_out, jax_out = np_vec.step(vector_actions)[0], jax_vec.step(vector_actions)[0]
+        # Envs that autoreset on this step drew their starts from different generators: copy them over.
+        np.testing.assert_array_equal(np_out[~restarted], jax_out[~restarted])
+        if restarted.any():
+            np_vec.unwrapped.set_state(jax_vec.unwrapped.state, restarted)
+        restarted = np.asarray(np_vec.unwrapped._needs_reset).copy()

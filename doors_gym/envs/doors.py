@@ -2,69 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 from gymnasium.error import ResetNeeded
+from typing_extensions import Unpack
 
 from doors_gym import core, rendering
-from doors_gym.core import AGENT, EMPTY, GOAL, NUM_ACTIONS, WALL, DoorsParams, DoorsState
-
-RESET_OPTIONS = ("agent_pos", "goal_pos")
-
-
-def make_spaces(params: DoorsParams) -> tuple[spaces.MultiDiscrete, spaces.Discrete]:
-    """The observation and action spaces that both implementations declare."""
-    observation_space = spaces.MultiDiscrete(
-        np.full(params.num_cells, core.NUM_CELL_TYPES, dtype=core.OBS_DTYPE), dtype=core.OBS_DTYPE
-    )
-    return observation_space, spaces.Discrete(NUM_ACTIONS)
+from doors_gym.core import AGENT, EMPTY, GOAL, NUM_ACTIONS, DoorsParams, DoorsState
+from doors_gym.shell import SingleEnvShell, require_reset
+from doors_gym.spaces import EnvKeywords, check_states, make_params, make_spaces, parse_reset_options
 
 
-def parse_reset_options(params: DoorsParams, options: Mapping[str, Any] | None) -> dict[str, tuple[int, int]]:
-    """Validates ``reset(options=...)``: optional ``agent_pos`` / ``goal_pos`` as ``(row, col)``.
-
-    A position must lie inside the grid and off the wall, and the agent may not
-    start on the goal.
-
-    Raises:
-        ValueError: naming the option, its value and what is allowed.
-    """
-    if options is None:
-        return {}
-    if not isinstance(options, Mapping):
-        raise ValueError(f"options={options!r} is invalid: expected None or a dict with keys {list(RESET_OPTIONS)}")
-    unknown = sorted(set(options) - set(RESET_OPTIONS))
-    if unknown:
-        raise ValueError(f"reset options {unknown} are unknown: expected keys among {list(RESET_OPTIONS)}")
-    layout = params.layout
-    positions = {}
-    for key in RESET_OPTIONS:
-        if key not in options:
-            continue
-        value = options[key]
-        if not core.is_int_pair(value):
-            raise ValueError(f"options[{key!r}]={value!r} is invalid: expected (row, col) integers")
-        row, col = int(value[0]), int(value[1])
-        if not (0 <= row < params.height and 0 <= col < params.width):
-            raise ValueError(
-                f"options[{key!r}]={value!r} is outside the grid: expected 0 <= row < {params.height}, "
-                f"0 <= col < {params.width}"
-            )
-        if layout[row, col] == WALL:
-            raise ValueError(f"options[{key!r}]={value!r} is a wall cell: positions must be off the wall")
-        positions[key] = (row, col)
-    if positions.get("agent_pos") is not None and positions.get("agent_pos") == positions.get("goal_pos"):
-        raise ValueError(
-            f"options agent_pos={positions['agent_pos']} equals goal_pos: the agent may not start on the goal"
-        )
-    return positions
-
-
-class DoorsEnv(gym.Env[np.ndarray, int]):
+class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
     """Doors: reach the goal across a wall with a few gaps.
 
     ## Description
@@ -83,9 +35,11 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
 
     ## Observation
     The grid flattened row-major, ``H * W`` cell codes (0 empty, 1 agent,
-    2 wall, 3 goal): ``MultiDiscrete([4] * H * W)`` of dtype ``int8``. Every
-    observation is a fresh array. ``info["distance"]`` is the Euclidean distance
-    from the agent to the goal.
+    2 wall, 3 goal): ``MultiDiscrete([4] * H * W)`` of dtype ``int16`` (its
+    ``nvec`` too, so clients that add it up never overflow). ``obs_mode`` picks
+    a variant: ``"onehot"`` planes, ``"rgb"`` frames or ``"coords"`` (see
+    :data:`doors_gym.core.OBS_MODES`). Every observation is a fresh array.
+    ``info["distance"]`` is the Euclidean distance from the agent to the goal.
 
     ## Rewards
     The decrease of the Euclidean distance to the goal, as a float32 value:
@@ -95,16 +49,18 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
     ## Termination and truncation
     Terminated when the agent reaches the goal (the agent's code then covers
     the goal cell). Truncated after ``max_episode_steps`` steps: ``gym.make``
-    adds a ``TimeLimit`` of 60 (``2 * (H + W)`` on the default grid) unless told
-    otherwise; the unwrapped env truncates only when constructed with
-    ``max_episode_steps``.
+    adds Gymnasium's ``TimeLimit`` of 60 (``2 * (H + W)`` on the default grid)
+    unless told otherwise (``-1``: none); the unwrapped env truncates by itself
+    only when constructed with ``max_episode_steps``.
 
     ## Keywords
-    ``grid_size=(H, W)``, ``n_doors``, ``door_cols``, ``max_episode_steps``
-    (``None``: no limit of its own), ``render_mode`` (``"human"``,
-    ``"rgb_array"``, ``"ansi"``), ``cell_pixels`` (pixels per cell in frames,
-    default 16), ``colors`` (``{cell code: (r, g, b)}``). A bad value raises
-    ``ValueError`` naming the keyword, the value and the allowed range.
+    ``grid_size=(H, W)`` (``H * W <= 8191``), ``n_doors``, ``door_cols``,
+    ``max_episode_steps`` (constructor: ``None`` or ``-1``, no limit of its
+    own), ``obs_mode``, ``render_mode`` (``"human"``, ``"rgb_array"``,
+    ``"ansi"``), ``cell_pixels`` (pixels per cell in frames and ``rgb``
+    observations, default 16), ``colors`` (``{cell code: (r, g, b)}``). A bad
+    value raises ``ValueError`` naming the keyword, the value and the allowed
+    range.
     ``reset(options={"agent_pos": (r, c), "goal_pos": (r, c)})`` starts from
     chosen cells.
 
@@ -116,27 +72,13 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
 
     metadata = {"render_modes": list(rendering.RENDER_MODES), "render_fps": 8}
 
-    def __init__(
-        self,
-        grid_size: Sequence[int] = core.DEFAULT_GRID_SIZE,
-        n_doors: int | None = None,
-        door_cols: Sequence[int] | None = None,
-        max_episode_steps: int | None = None,
-        render_mode: str | None = None,
-        cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
-        colors: Mapping[int, Sequence[int]] | None = None,
-    ) -> None:
-        self.params = DoorsParams(
-            grid_size=tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
-            n_doors=n_doors,
-            door_cols=door_cols,
-            max_episode_steps=max_episode_steps,
-        )
-        core.validate_render_mode(render_mode, rendering.RENDER_MODES)
-        self.render_mode = render_mode
-        self.cell_pixels = rendering.validate_cell_pixels(cell_pixels)
-        self.palette = rendering.make_palette(colors)
+    def __init__(self, render_mode: str | None = None, **keywords: Unpack[EnvKeywords]) -> None:
+        self.params: DoorsParams = make_params(**keywords, default_limit=None)
+        self._check_render_mode(render_mode)
         self.observation_space, self.action_space = make_spaces(self.params)
+        self._encode: Callable[[np.ndarray], np.ndarray] | None = None
+        if self.params.obs_mode != "grid":
+            self._encode = self._encode_state if self.params.obs_mode == "coords" else self._encode_grid
 
         next_cell = core.all_transitions(self.params)
         self._next_cell_table = next_cell
@@ -150,7 +92,6 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
         self._obs = np.zeros(self.params.num_cells, dtype=core.OBS_DTYPE)
         self._rewards: list[list[float]] = []
         self._distances: list[float] = []
-        self._window: rendering.HumanWindow | None = None
 
     def _tables_for_goal(self, goal: int) -> tuple[list[list[float]], list[float]]:
         """Rewards of every (cell, action) and distances of every cell, for one goal cell."""
@@ -176,7 +117,7 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
         self._start(agent_row * width + agent_col, goal_row * width + goal_col, 0)
         if self.render_mode == "human":
             self.render()
-        return self._obs.copy(), {"distance": self._distances[self._agent]}
+        return self._observe(), {"distance": self._distances[self._agent]}
 
     def _start(self, agent: int, goal: int, time: int) -> None:
         self._agent, self._goal, self._time = agent, goal, time
@@ -202,7 +143,7 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
         if self._window is not None:
             self.render()
         return (
-            obs.copy(),
+            obs.copy() if self._encode is None else self._encode(obs),
             self._rewards[agent][action],
             new == self._goal,
             self._time >= self._limit,
@@ -220,45 +161,21 @@ class DoorsEnv(gym.Env[np.ndarray, int]):
 
     def set_state(self, state: DoorsState) -> np.ndarray:
         """Puts the env in ``state`` (e.g. one taken from ``DoorsJax-v0``); returns its observation."""
-        values = [int(np.asarray(v)) for v in state]
-        agent_row, agent_col, goal_row, goal_col, time = values
-        parse_reset_options(self.params, {"goal_pos": (goal_row, goal_col)})
-        parse_reset_options(self.params, {"agent_pos": (agent_row, agent_col)})
-        if time < 0:
-            raise ValueError(f"state.time={time} is invalid: expected >= 0")
+        agent_row, agent_col, goal_row, goal_col, time = (int(field) for field in check_states(self.params, state))
         width = self.params.width
         self._start(agent_row * width + agent_col, goal_row * width + goal_col, time)
-        return self._obs.copy()
+        return self._observe()
 
-    def render(self) -> np.ndarray | str | None:
-        """An RGB frame (``rgb_array``), a text grid (``ansi``) or a window update (``human``)."""
-        if self.render_mode is None:
-            gym.logger.warn(
-                "You are calling render method without specifying any render mode. "
-                'You can specify the render_mode at initialization, e.g. gym.make("Doors-v0", render_mode="rgb_array")'
-            )
-            return None
-        if self._agent is None:
-            raise ResetNeeded("Cannot call env.render() before calling env.reset()")
-        grid = self._obs.reshape(self.params.grid_size)
-        if self.render_mode == "ansi":
-            return rendering.grid_to_ansi(grid)
-        frame = rendering.grid_to_rgb(grid, self.palette, self.cell_pixels)
-        if self.render_mode == "rgb_array":
-            return frame
-        if self._window is None:
-            self._window = rendering.HumanWindow("Doors", self.metadata["render_fps"])
-        if not self._window.show(frame):
-            self._window = None
-        return None
+    def _observe(self) -> np.ndarray:
+        """The observation of the current state in ``params.obs_mode`` (a fresh array)."""
+        return self._obs.copy() if self._encode is None else self._encode(self._obs)
 
-    def close(self) -> None:
-        """Closes the pygame window if one is open; safe to call twice."""
-        if self._window is not None:
-            self._window.close()
-            self._window = None
+    def _encode_grid(self, grid: np.ndarray) -> np.ndarray:
+        return core.encode_grid(self.params, grid)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_window"] = None
-        return state
+    def _encode_state(self, grid: np.ndarray) -> np.ndarray:
+        return core.coords_observation(self.state)
+
+    def _grid(self) -> np.ndarray:
+        require_reset(self._agent is not None)
+        return self._obs.reshape(self.params.grid_size)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -11,17 +11,27 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
+from typing_extensions import Unpack
 
-from doors_gym import core, rendering
+from doors_gym import core
 from doors_gym.core import AGENT, EMPTY, GOAL, DoorsParams, DoorsState
-from doors_gym.envs.doors import make_spaces, parse_reset_options
+from doors_gym.shell import VectorEnvShell, require_reset
+from doors_gym.spaces import (
+    EnvKeywords,
+    check_num_envs,
+    check_states,
+    make_params,
+    make_spaces,
+    parse_vector_reset_options,
+    vector_seeds,
+)
 
 VECTOR_RENDER_MODES = ("rgb_array", "ansi")
 _MAX_TABLE_CELLS = 2048
 """Grids up to this many cells look distances up in a ``cells x cells`` float32 table (16 MiB at most)."""
 
 
-class DoorsVectorEnv(gym.vector.VectorEnv):
+class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
     """``num_envs`` Doors envs stepped together with NumPy array operations.
 
     The rules, spaces and keywords are those of :class:`~doors_gym.envs.doors.DoorsEnv`;
@@ -34,14 +44,15 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
       env terminates or truncates resets it and returns its first observation
       with reward 0 and both flags False;
     - truncation after ``max_episode_steps`` steps (60 through ``make_vec``);
-    - ``info["distance"]`` (float32) with its ``info["_distance"]`` mask (after a
-      masked reset, only the reset envs are marked);
+    - ``info["distance"]`` with its ``info["_distance"]`` mask (after a masked
+      reset, only the reset envs are marked);
     - ``reset(options={"reset_mask": mask})`` resets only the masked envs.
 
     Only drawing the start columns of the envs that reset loops in Python (one
     generator call each, the price of matching ``SyncVectorEnv``); stepping is
-    array operations over all envs. Rewards are float32, observations int8,
-    and each returned array is fresh.
+    array operations over all envs. Observations have the dtype of the
+    observation space, rewards and distances are float64 (float32 values) and
+    flags bool, as ``SyncVectorEnv`` returns them; each returned array is fresh.
     """
 
     metadata = {
@@ -50,30 +61,10 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
         "autoreset_mode": AutoresetMode.NEXT_STEP,
     }
 
-    def __init__(
-        self,
-        num_envs: int,
-        grid_size: Sequence[int] = core.DEFAULT_GRID_SIZE,
-        n_doors: int | None = None,
-        door_cols: Sequence[int] | None = None,
-        max_episode_steps: int | None = core.DEFAULT_MAX_EPISODE_STEPS,
-        render_mode: str | None = None,
-        cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
-        colors: Mapping[int, Sequence[int]] | None = None,
-    ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1")
-        self.num_envs = int(num_envs)
-        self.params = DoorsParams(
-            grid_size=tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
-            n_doors=n_doors,
-            door_cols=door_cols,
-            max_episode_steps=max_episode_steps,
-        )
-        core.validate_render_mode(render_mode, VECTOR_RENDER_MODES)
-        self.render_mode = render_mode
-        self.cell_pixels = rendering.validate_cell_pixels(cell_pixels)
-        self.palette = rendering.make_palette(colors)
+    def __init__(self, num_envs: int, render_mode: str | None = None, **keywords: Unpack[EnvKeywords]) -> None:
+        self.num_envs = check_num_envs(num_envs)
+        self.params: DoorsParams = make_params(**keywords, default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
+        self._check_render_mode(render_mode)
         self.single_observation_space, self.single_action_space = make_spaces(self.params)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -107,39 +98,15 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
         self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Resets every env (or those in ``options["reset_mask"]``); ``seed`` as in ``SyncVectorEnv``."""
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed has {len(seeds)} entries, expected num_envs={self.num_envs}")
-        options = dict(options or {})
-        mask = options.pop("reset_mask", None)
-        if options:
-            raise ValueError(f"reset options {sorted(options)} are unknown: expected only 'reset_mask'")
-        if mask is None:
-            mask = np.ones(self.num_envs, dtype=bool)
-        else:
-            mask = np.asarray(mask)
-            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-                raise ValueError(
-                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
-                    f"got dtype {mask.dtype} and shape {mask.shape}"
-                )
-            if not self._has_reset and not mask.all():
-                raise ResetNeeded("The first reset of a vector env must reset every env (no reset_mask)")
+        seeds = vector_seeds(seed, self.num_envs)
+        mask = parse_vector_reset_options(options, self.num_envs, self._has_reset)
         for index in np.flatnonzero(mask):
             if seeds[index] is not None or self._generators[index] is None:
                 self._generators[index], _ = seeding.np_random(seeds[index])
         self._reset_envs(np.flatnonzero(mask))
         self._has_reset = True
         # As SyncVectorEnv: info covers only the envs that were reset.
-        return self._obs.copy(), {
-            "distance": np.where(mask, self._distance, 0).astype(core.REWARD_DTYPE),
-            "_distance": mask.copy(),
-        }
+        return self._observe(), {"distance": np.where(mask, self._distance, 0).astype(np.float64), "_distance": mask}
 
     def _reset_envs(self, indices: np.ndarray) -> None:
         """Draws new starts for ``indices`` (one generator call per env, as the single env does)."""
@@ -199,10 +166,23 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
             terminated[resetting] = False
             truncated[resetting] = False
         self._needs_reset = terminated | truncated
-        return self._obs.copy(), rewards, terminated, truncated, self._info()
+        # float64 rewards and distances, as SyncVectorEnv and AsyncVectorEnv return them (the values are float32's).
+        return (
+            self._observe(),
+            rewards.astype(np.float64),
+            terminated,
+            truncated,
+            {"distance": self._distance.astype(np.float64), "_distance": self._all_envs.copy()},
+        )
 
-    def _info(self) -> dict[str, Any]:
-        return {"distance": self._distance.copy(), "_distance": self._all_envs.copy()}
+    def _observe(self) -> np.ndarray:
+        """The observations of every env in ``params.obs_mode`` (a fresh array)."""
+        mode = self.params.obs_mode
+        if mode == "grid":
+            return self._obs.copy()
+        if mode == "coords":
+            return core.coords_observation(self.state)
+        return core.encode_grid(self.params, self._obs)
 
     @property
     def state(self) -> DoorsState:
@@ -218,32 +198,16 @@ class DoorsVectorEnv(gym.vector.VectorEnv):
     def set_state(self, state: DoorsState, mask: np.ndarray | None = None) -> np.ndarray:
         """Puts envs in ``state`` (``(num_envs,)`` arrays); ``mask`` picks which. Returns the observations."""
         indices = np.arange(self.num_envs) if mask is None else np.flatnonzero(np.asarray(mask))
-        values = [np.broadcast_to(np.asarray(v), (self.num_envs,))[indices].astype(np.intp) for v in state]
-        agent_row, agent_col, goal_row, goal_col, time = values
-        for index in range(indices.size):
-            parse_reset_options(
-                self.params,
-                {
-                    "agent_pos": (int(agent_row[index]), int(agent_col[index])),
-                    "goal_pos": (int(goal_row[index]), int(goal_col[index])),
-                },
-            )
-        if np.any(time < 0):
-            raise ValueError("state.time must be >= 0")
+        values = check_states(self.params, state, self.num_envs)
+        agent_row, agent_col, goal_row, goal_col, time = (field[indices].astype(np.intp) for field in values)
         width = self.params.width
         self._start(indices, agent_row * width + agent_col, goal_row * width + goal_col, time)
         self._has_reset = True
-        return self._obs.copy()
+        return self._observe()
 
-    def render(self) -> tuple[Any, ...] | None:
-        """A tuple with one frame (``rgb_array``) or text grid (``ansi``) per env, as ``SyncVectorEnv``."""
-        if self.render_mode is None:
-            gym.logger.warn("You are calling render method without specifying any render mode.")
-            return None
-        grids = self._obs.reshape((self.num_envs, *self.params.grid_size))
-        if self.render_mode == "ansi":
-            return tuple(rendering.grid_to_ansi(grid) for grid in grids)
-        return tuple(rendering.grid_to_rgb(grid, self.palette, self.cell_pixels) for grid in grids)
+    def _grids(self) -> np.ndarray:
+        require_reset(self._has_reset)
+        return self._obs.reshape((self.num_envs, *self.params.grid_size))
 
     def close_extras(self, **kwargs: Any) -> None:
         """Nothing to release: no windows or processes."""

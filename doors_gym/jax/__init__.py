@@ -5,7 +5,8 @@
   autoreset), :func:`batch_reset` / :func:`batch_step` (a batch from one key),
   :func:`env_step` (no autoreset), :func:`checked_step`, :func:`observation`,
   :func:`rollout`;
-- the Gymnasium shells :class:`DoorsJaxEnv` and :class:`DoorsJaxVectorEnv`.
+- the Gymnasium shells :class:`DoorsJaxEnv` and :class:`DoorsJaxVectorEnv`;
+- :class:`DoorsGymnax`, the gymnax ``Environment`` API (PureJaxRL-style loops).
 
 >>> import jax
 >>> from doors_gym.jax import DoorsParams, reset, step
@@ -16,8 +17,12 @@
 ((225,), 'int8', 'float32')
 """
 
-from doors_gym.core import DoorsParams, DoorsState
-from doors_gym.jax.functional import (
+from doors_gym.extras import require
+
+require("jax", "DoorsJax-v0 (doors_gym.jax)")
+
+from doors_gym.core import DoorsParams, DoorsState  # noqa: E402
+from doors_gym.jax.functional import (  # noqa: E402
     DoorsFuncEnv,
     batch_reset,
     batch_step,
@@ -32,10 +37,12 @@ from doors_gym.jax.functional import (
     transition_parts,
     where_state,
 )
-from doors_gym.jax.shells import DoorsJaxEnv, DoorsJaxVectorEnv
+from doors_gym.jax.gymnax_api import DoorsGymnax  # noqa: E402
+from doors_gym.jax.shells import DoorsJaxEnv, DoorsJaxVectorEnv  # noqa: E402
 
 __all__ = [
     "DoorsFuncEnv",
+    "DoorsGymnax",
     "DoorsJaxEnv",
     "DoorsJaxVectorEnv",
     "DoorsParams",

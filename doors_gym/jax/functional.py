@@ -13,6 +13,7 @@ out-of-range actions through ``jax.experimental.checkify``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -24,12 +25,13 @@ from jax.experimental import checkify
 
 from doors_gym import core, rendering
 from doors_gym.core import NUM_ACTIONS, DoorsParams, DoorsState
-from doors_gym.envs.doors import make_spaces
+from doors_gym.spaces import make_spaces
 
 jax.tree_util.register_static(DoorsParams)
 
 DEFAULT_PARAMS = DoorsParams()
-PARAM_KEYWORDS = ("grid_size", "n_doors", "door_cols", "max_episode_steps")
+PARAM_KEYWORDS = tuple(field.name for field in dataclasses.fields(DoorsParams))
+"""The ``DoorsParams`` fields, the keys a :class:`DoorsFuncEnv` takes in ``options``."""
 
 Array = jax.Array
 StepResult = tuple[Array, DoorsState, Array, Array, Array, dict[str, Any]]
@@ -71,7 +73,10 @@ def initial(key: Array, params: DoorsParams = DEFAULT_PARAMS) -> DoorsState:
 
 
 def observation(state: DoorsState, params: DoorsParams = DEFAULT_PARAMS) -> Array:
-    """The flat grid of ``state``: int8 ``(H * W,)`` (``batch + (H * W,)`` for batched states)."""
+    """The observation of ``state`` in ``params.obs_mode``: by default the flat grid, int16 ``(H * W,)``.
+
+    Batched states give a leading batch axis. See :data:`doors_gym.core.OBS_MODES` for the variants.
+    """
     return core.observation(params, state, jnp)
 
 
@@ -237,10 +242,16 @@ class RenderState:
 class DoorsFuncEnv(FuncEnv):
     """The Doors rules as a Gymnasium ``FuncEnv`` (stateless; state and params passed explicitly).
 
-    ``options`` (as ``gym.make`` keywords reach a ``FuncEnv``) may hold
-    ``grid_size``, ``n_doors``, ``door_cols`` and ``max_episode_steps``; they
-    make ``default_params``, used wherever ``params`` is None.
+    ``options`` (as ``gym.make`` keywords reach a ``FuncEnv``) may hold any
+    :class:`DoorsParams` field (``grid_size``, ``n_doors``, ``door_cols``,
+    ``max_episode_steps``, ``obs_mode``, ``cell_pixels``, ``colors``); they make
+    ``default_params``, used wherever ``params`` is None.
     """
+
+    @classmethod
+    def from_params(cls, params: DoorsParams) -> DoorsFuncEnv:
+        """The ``FuncEnv`` whose ``default_params`` are ``params``."""
+        return cls({name: getattr(params, name) for name in PARAM_KEYWORDS})
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         options = dict(options or {})
@@ -267,7 +278,7 @@ class DoorsFuncEnv(FuncEnv):
         return core.transition(self._params(params), state, _check_action_dtype(action), jnp)
 
     def observation(self, state: DoorsState, rng: Array, params: DoorsParams | None = None) -> Array:
-        """int8 ``(H * W,)`` flat grid."""
+        """The observation in ``params.obs_mode`` (int16 ``(H * W,)`` flat grid by default)."""
         return observation(state, self._params(params))
 
     def reward(
@@ -297,19 +308,23 @@ class DoorsFuncEnv(FuncEnv):
     def render_init(
         self,
         params: DoorsParams | None = None,
-        cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
+        cell_pixels: int | None = None,
         colors: Any = None,
         **kwargs: Any,
     ) -> RenderState:
-        """Palette and cell size for :meth:`render_image`."""
-        return RenderState(rendering.make_palette(colors), rendering.validate_cell_pixels(cell_pixels))
+        """Palette and cell size for :meth:`render_image` (by default those of ``params``)."""
+        params = self._params(params)
+        return RenderState(
+            params.palette if colors is None else rendering.make_palette(colors),
+            params.cell_pixels if cell_pixels is None else rendering.validate_cell_pixels(cell_pixels),
+        )
 
     def render_image(
         self, state: DoorsState, render_state: RenderState, params: DoorsParams | None = None
     ) -> tuple[RenderState, np.ndarray]:
         """``(render_state, frame)``: a uint8 RGB frame of one state."""
         params = self._params(params)
-        grid = np.asarray(observation(state, params)).reshape(params.grid_size)
+        grid = np.asarray(core.grid_observation(params, state, jnp)).reshape(params.grid_size)
         return render_state, rendering.grid_to_rgb(grid, render_state.palette, render_state.cell_pixels)
 
     def render_close(self, render_state: RenderState, params: DoorsParams | None = None) -> None:

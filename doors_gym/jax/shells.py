@@ -9,7 +9,7 @@ per field and compile each function once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -19,11 +19,20 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
+from typing_extensions import Unpack
 
 from doors_gym import core, rendering
 from doors_gym.core import DoorsParams, DoorsState
-from doors_gym.envs.doors import parse_reset_options
 from doors_gym.jax import functional as F
+from doors_gym.shell import SingleEnvShell, VectorEnvShell, require_reset
+from doors_gym.spaces import (
+    EnvKeywords,
+    check_num_envs,
+    check_states,
+    make_params,
+    parse_reset_options,
+    parse_vector_reset_options,
+)
 
 ARRAY_TYPES = ("numpy", "jax")
 
@@ -40,7 +49,7 @@ def _seed_key(seed: int | None, np_random: np.random.Generator) -> jax.Array:
     return jax.random.key(seed)
 
 
-class DoorsJaxEnv(gym.Env):
+class DoorsJaxEnv(SingleEnvShell, gym.Env):
     """Doors with the JAX rules, one env behind the plain Gymnasium API.
 
     Same rules, spaces, keywords, reward and ``info`` as ``Doors-v0`` (see
@@ -58,41 +67,32 @@ class DoorsJaxEnv(gym.Env):
 
     def __init__(
         self,
-        grid_size: Sequence[int] = core.DEFAULT_GRID_SIZE,
-        n_doors: int | None = None,
-        door_cols: Sequence[int] | None = None,
-        max_episode_steps: int | None = None,
         render_mode: str | None = None,
-        cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
-        colors: Mapping[int, Sequence[int]] | None = None,
         array_type: Literal["numpy", "jax"] = "numpy",
+        **keywords: Unpack[EnvKeywords],
     ) -> None:
         _validate_array_type(array_type)
-        core.validate_render_mode(render_mode, rendering.RENDER_MODES)
-        self.func_env = F.DoorsFuncEnv(
-            {
-                "grid_size": tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
-                "n_doors": n_doors,
-                "door_cols": door_cols,
-                "max_episode_steps": max_episode_steps,
-            }
-        )
-        self.params: DoorsParams = self.func_env.default_params
+        params = make_params(**keywords, default_limit=None)
+        self._check_render_mode(render_mode)
+        self.func_env = F.DoorsFuncEnv.from_params(params)
+        self.params: DoorsParams = params
         self.observation_space = self.func_env.observation_space
         self.action_space = self.func_env.action_space
         self.metadata = {**type(self).metadata, "jax": array_type == "jax"}
         self.array_type = array_type
-        self.render_mode = render_mode
-        self.render_state = self.func_env.render_init(self.params, cell_pixels=cell_pixels, colors=colors)
         self._jit_functions()
         self._key: jax.Array | None = None
         self._state: DoorsState | None = None
         self._obs: jax.Array | None = None
-        self._window: rendering.HumanWindow | None = None
+
+    env_id = "DoorsJax-v0"
+    _transient = ("_reset_fn", "_step_fn")
 
     def _jit_functions(self) -> None:
         self._reset_fn = jax.jit(F.reset, static_argnums=1)
         self._step_fn = jax.jit(F.env_step, static_argnums=2)
+
+    _restore = _jit_functions
 
     def _out(self, array: jax.Array) -> Any:
         return np.array(array) if self.array_type == "numpy" else array
@@ -135,53 +135,14 @@ class DoorsJaxEnv(gym.Env):
 
     def set_state(self, state: DoorsState) -> Any:
         """Puts the env in ``state`` (e.g. one taken from ``Doors-v0``); returns its observation."""
-        values = [int(np.asarray(v)) for v in state]
-        parse_reset_options(self.params, {"goal_pos": tuple(values[2:4])})
-        parse_reset_options(self.params, {"agent_pos": tuple(values[0:2])})
-        if values[4] < 0:
-            raise ValueError(f"state.time={values[4]} is invalid: expected >= 0")
-        self._state = DoorsState(*(jnp.int32(v) for v in values))
+        self._state = DoorsState(*(jnp.int32(field) for field in check_states(self.params, state)))
         self._obs = F.observation(self._state, self.params)
         return self._out(self._obs)
 
-    def render(self) -> np.ndarray | str | None:
-        """An RGB frame (``rgb_array``), a text grid (``ansi``) or a window update (``human``)."""
-        if self.render_mode is None:
-            gym.logger.warn(
-                "You are calling render method without specifying any render mode. "
-                "You can specify the render_mode at initialization, "
-                'e.g. gym.make("DoorsJax-v0", render_mode="rgb_array")'
-            )
-            return None
-        if self._state is None:
-            raise ResetNeeded("Cannot call env.render() before calling env.reset()")
-        if self.render_mode == "ansi":
-            return rendering.grid_to_ansi(np.asarray(self._obs).reshape(self.params.grid_size))
-        self.render_state, frame = self.func_env.render_image(self._state, self.render_state, self.params)
-        if self.render_mode == "rgb_array":
-            return frame
-        if self._window is None:
-            self._window = rendering.HumanWindow("Doors (JAX)", self.metadata["render_fps"])
-        if not self._window.show(frame):
-            self._window = None
-        return None
-
-    def close(self) -> None:
-        """Closes the pygame window if one is open; safe to call twice."""
-        if self._window is not None:
-            self._window.close()
-            self._window = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_window"] = None
-        # Jitted functions do not pickle; __setstate__ jits them again.
-        del state["_reset_fn"], state["_step_fn"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._jit_functions()
+    def _grid(self) -> np.ndarray:
+        require_reset(self._state is not None)
+        state = DoorsState(*(np.asarray(field) for field in self._state))
+        return core.grid_observation(self.params, state).reshape(self.params.grid_size)
 
 
 def _vector_step(
@@ -212,16 +173,18 @@ def _vector_reset(
     return key, (F.observation(state, params), state, core.state_distance(state, jnp), needs_reset & ~mask)
 
 
-class DoorsJaxVectorEnv(gym.vector.VectorEnv):
+class DoorsJaxVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
     """``num_envs`` Doors envs in JAX: one jitted, vmapped step with next-step autoreset.
 
     ``gym.make_vec("DoorsJax-v0", num_envs=N)`` builds it. The step after an
     env terminates or truncates resets it and returns reward 0 and both flags
     False (``metadata["autoreset_mode"]`` is ``NEXT_STEP``). Truncation after
-    ``max_episode_steps`` (60 through ``make_vec``). Observations, rewards and
-    flags are JAX arrays by default (``array_type="jax"``, ``metadata["jax"]``
-    True) or NumPy (``array_type="numpy"``). Each function compiles once per
-    layout and ``num_envs``; later steps never recompile.
+    ``max_episode_steps`` (60 through ``make_vec``). Like the single env, it
+    returns NumPy arrays by default (``array_type="numpy"``: rewards and
+    distances float64, as ``SyncVectorEnv``); ``array_type="jax"`` returns JAX
+    arrays throughout, info included (rewards float32) and sets
+    ``metadata["jax"]``. Each function compiles once per layout and
+    ``num_envs``; later steps never recompile.
 
     Randomness: ``reset(seed=s)`` keys the env with ``jax.random.key(s)``; each
     step splits that key once for the whole batch (not once per env). Starts
@@ -234,36 +197,23 @@ class DoorsJaxVectorEnv(gym.vector.VectorEnv):
         "render_modes": ["rgb_array", "ansi"],
         "render_fps": 8,
         "autoreset_mode": AutoresetMode.NEXT_STEP,
-        "jax": True,
+        "jax": False,
     }
 
     def __init__(
         self,
         num_envs: int,
-        grid_size: Sequence[int] = core.DEFAULT_GRID_SIZE,
-        n_doors: int | None = None,
-        door_cols: Sequence[int] | None = None,
-        max_episode_steps: int | None = core.DEFAULT_MAX_EPISODE_STEPS,
         render_mode: str | None = None,
-        cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
-        colors: Mapping[int, Sequence[int]] | None = None,
-        array_type: Literal["numpy", "jax"] = "jax",
+        array_type: Literal["numpy", "jax"] = "numpy",
         validate_actions: bool = True,
+        **keywords: Unpack[EnvKeywords],
     ) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1")
+        self.num_envs = check_num_envs(num_envs)
         _validate_array_type(array_type)
-        core.validate_render_mode(render_mode, tuple(self.metadata["render_modes"]))
-        self.num_envs = int(num_envs)
-        self.func_env = F.DoorsFuncEnv(
-            {
-                "grid_size": tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
-                "n_doors": n_doors,
-                "door_cols": door_cols,
-                "max_episode_steps": max_episode_steps,
-            }
-        )
-        self.params: DoorsParams = self.func_env.default_params
+        params = make_params(**keywords, default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
+        self._check_render_mode(render_mode)
+        self.func_env = F.DoorsFuncEnv.from_params(params)
+        self.params: DoorsParams = params
         self.single_observation_space = self.func_env.observation_space
         self.single_action_space = self.func_env.action_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -271,30 +221,26 @@ class DoorsJaxVectorEnv(gym.vector.VectorEnv):
         self.metadata = {**type(self).metadata, "jax": array_type == "jax"}
         self.array_type = array_type
         self.validate_actions = validate_actions
-        self.render_mode = render_mode
-        self.render_state = self.func_env.render_init(self.params, cell_pixels=cell_pixels, colors=colors)
         self._jit_functions()
         self._key: jax.Array | None = None
         self._state: DoorsState | None = None
         self._obs: jax.Array | None = None
         self._needs_reset = jnp.zeros(self.num_envs, dtype=bool)
 
+    _transient = ("_reset_fn", "_step_fn")  # jitted functions do not pickle; _restore jits them again
+
     def _jit_functions(self) -> None:
         self._step_fn = jax.jit(_vector_step, static_argnums=4)
         self._reset_fn = jax.jit(_vector_reset, static_argnums=4)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        # Jitted functions do not pickle; __setstate__ jits them again.
-        del state["_reset_fn"], state["_step_fn"]
-        return state
+    _restore = _jit_functions
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._jit_functions()
+    def _out(self, array: Any) -> Any:
+        return np.asarray(array) if self.array_type == "numpy" else jnp.asarray(array)
 
-    def _out(self, array: jax.Array) -> Any:
-        return np.asarray(array) if self.array_type == "numpy" else array
+    def _floats(self, array: Any) -> Any:
+        """Rewards and distances: float64 NumPy (as ``SyncVectorEnv``) or float32 JAX arrays."""
+        return np.asarray(array, dtype=np.float64) if self.array_type == "numpy" else jnp.asarray(array)
 
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
@@ -305,21 +251,7 @@ class DoorsJaxVectorEnv(gym.vector.VectorEnv):
             raise ValueError(
                 f"seed={seed!r} is not supported: DoorsJax-v0 draws every env from one key, pass one int seed"
             )
-        options = dict(options or {})
-        mask = options.pop("reset_mask", None)
-        if options:
-            raise ValueError(f"reset options {sorted(options)} are unknown: expected only 'reset_mask'")
-        if mask is None:
-            mask = np.ones(self.num_envs, dtype=bool)
-        else:
-            mask = np.asarray(mask)
-            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-                raise ValueError(
-                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
-                    f"got dtype {mask.dtype} and shape {mask.shape}"
-                )
-            if self._state is None and not mask.all():
-                raise ResetNeeded("The first reset of a vector env must reset every env (no reset_mask)")
+        mask = parse_vector_reset_options(options, self.num_envs, self._state is not None)
         if seed is not None or self._key is None:
             self._key = _seed_key(None if seed is None else int(seed), self.np_random)
         state = self._state
@@ -331,7 +263,7 @@ class DoorsJaxVectorEnv(gym.vector.VectorEnv):
         self._state, self._obs, self._needs_reset = state, obs, needs_reset
         # As SyncVectorEnv: info covers only the envs that were reset.
         distance = np.where(mask, np.asarray(distance), 0).astype(core.REWARD_DTYPE)
-        return self._out(obs), {"distance": self._out(jnp.asarray(distance)), "_distance": mask.copy()}
+        return self._out(obs), {"distance": self._floats(distance), "_distance": self._out(mask)}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Steps every env; an env that ended on the previous step is reset instead."""
@@ -350,10 +282,8 @@ class DoorsJaxVectorEnv(gym.vector.VectorEnv):
         )
         self._state, self._obs, self._needs_reset = state, obs, needs_reset
         out = self._out
-        return out(obs), out(reward), out(terminated), out(truncated), self._info(distance)
-
-    def _info(self, distance: jax.Array) -> dict[str, Any]:
-        return {"distance": self._out(distance), "_distance": np.ones(self.num_envs, dtype=bool)}
+        info = {"distance": self._floats(distance), "_distance": out(np.ones(self.num_envs, dtype=bool))}
+        return out(obs), self._floats(reward), out(terminated), out(truncated), info
 
     @property
     def state(self) -> DoorsState:
@@ -366,32 +296,14 @@ class DoorsJaxVectorEnv(gym.vector.VectorEnv):
         """Puts envs in ``state`` (``(num_envs,)`` arrays); ``mask`` picks which. Returns the observations."""
         if self._state is None:
             raise ResetNeeded("Cannot call set_state before calling env.reset()")
-        new = DoorsState(*(np.broadcast_to(np.asarray(v, dtype=np.int32), (self.num_envs,)) for v in state))
+        new = check_states(self.params, state, self.num_envs)
         select = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-        for index in np.flatnonzero(select):
-            parse_reset_options(
-                self.params,
-                {
-                    "agent_pos": (int(new.agent_row[index]), int(new.agent_col[index])),
-                    "goal_pos": (int(new.goal_row[index]), int(new.goal_col[index])),
-                },
-            )
-        if np.any(new.time[select] < 0):
-            raise ValueError("state.time must be >= 0")
         self._state = F.where_state(jnp.asarray(select), DoorsState(*(jnp.asarray(v) for v in new)), self._state)
         self._needs_reset = self._needs_reset & ~jnp.asarray(select)
         self._obs = F.observation(self._state, self.params)
         return self._out(self._obs)
 
-    def render(self) -> tuple[Any, ...] | None:
-        """A tuple with one frame (``rgb_array``) or text grid (``ansi``) per env."""
-        if self.render_mode is None:
-            gym.logger.warn("You are calling render method without specifying any render mode.")
-            return None
-        if self._obs is None:
-            raise ResetNeeded("Cannot call env.render() before calling env.reset()")
-        grids = np.asarray(self._obs).reshape((self.num_envs, *self.params.grid_size))
-        if self.render_mode == "ansi":
-            return tuple(rendering.grid_to_ansi(grid) for grid in grids)
-        palette, cell_pixels = self.render_state.palette, self.render_state.cell_pixels
-        return tuple(rendering.grid_to_rgb(grid, palette, cell_pixels) for grid in grids)
+    def _grids(self) -> np.ndarray:
+        require_reset(self._state is not None)
+        state = DoorsState(*(np.asarray(field) for field in self._state))
+        return core.grid_observation(self.params, state).reshape((self.num_envs, *self.params.grid_size))

@@ -59,7 +59,7 @@ def test_episode_invariants(layout, seed, actions, reference):
     for action in actions:
         obs, reward, terminated, truncated, info = env.step(action)
         episode_return += reward
-        assert obs.dtype == np.int8
+        assert obs.dtype == np.int16
         assert obs.shape == (height * width,)
         assert env.observation_space.contains(obs)
         grid = obs.reshape(grid_size)

@@ -128,7 +128,7 @@ def test_core_termination_and_observation_when_the_agent_is_on_the_goal():
     obs = core.observation(params, state)
     assert obs[3] == AGENT
     assert not np.any(obs == GOAL)
-    assert obs.dtype == np.int8
+    assert obs.dtype == np.int16
 
 
 @pytest.mark.parametrize(

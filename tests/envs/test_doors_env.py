@@ -106,7 +106,7 @@ def test_spaces_follow_the_spec():
     space = env.observation_space
     assert isinstance(space, gym.spaces.MultiDiscrete)
     assert space.shape == (225,)
-    assert space.dtype == np.int8
+    assert space.dtype == np.int16
     np.testing.assert_array_equal(space.nvec, np.full(225, 4))
     assert env.action_space == gym.spaces.Discrete(5)
 

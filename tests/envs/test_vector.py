@@ -22,9 +22,11 @@ def _assert_same_step(native_result, sync_result):
     np.testing.assert_array_equal(native_truncated, sync_truncated)
     np.testing.assert_array_equal(native_info["distance"], sync_info["distance"])
     np.testing.assert_array_equal(native_info["_distance"], sync_info["_distance"])
-    assert native_obs.dtype == np.int8
-    assert native_rewards.dtype == np.float32
-    assert native_terminated.dtype == native_truncated.dtype == np.bool_
+    # Identical results include dtypes: int16 observations, float64 rewards and distances, bool flags.
+    assert native_obs.dtype == sync_obs.dtype == np.int16
+    assert native_rewards.dtype == sync_rewards.dtype == np.float64
+    assert native_info["distance"].dtype == sync_info["distance"].dtype == np.float64
+    assert native_terminated.dtype == native_truncated.dtype == sync_terminated.dtype == np.bool_
 
 
 def _compare_with_sync(

@@ -78,7 +78,7 @@ def test_vmap_shapes_and_dtypes():
     num_envs = 6
     keys = jax.random.split(jax.random.key(0), num_envs)
     obs, state = jax.vmap(F.reset, in_axes=(0, None))(keys, DEFAULT)
-    assert obs.shape == (num_envs, DEFAULT.num_cells) and obs.dtype == jnp.int8
+    assert obs.shape == (num_envs, DEFAULT.num_cells) and obs.dtype == jnp.int16
     for field in state:
         assert field.shape == (num_envs,) and field.dtype == jnp.int32
 
@@ -86,7 +86,7 @@ def test_vmap_shapes_and_dtypes():
     obs, state, reward, terminated, truncated, info = jax.vmap(F.step, in_axes=(0, 0, 0, None))(
         keys, state, actions, DEFAULT
     )
-    assert obs.shape == (num_envs, 225) and obs.dtype == jnp.int8
+    assert obs.shape == (num_envs, 225) and obs.dtype == jnp.int16
     assert reward.shape == (num_envs,) and reward.dtype == jnp.float32
     assert terminated.shape == truncated.shape == (num_envs,)
     assert terminated.dtype == truncated.dtype == jnp.bool_
@@ -95,7 +95,7 @@ def test_vmap_shapes_and_dtypes():
         assert field.shape == (num_envs,) and field.dtype == jnp.int32
 
     obs, state, reward, terminated, truncated, info = jax.vmap(F.env_step, in_axes=(0, 0, None))(state, actions, WIDE)
-    assert obs.shape == (num_envs, 189) and obs.dtype == jnp.int8
+    assert obs.shape == (num_envs, 189) and obs.dtype == jnp.int16
     assert reward.dtype == jnp.float32 and terminated.dtype == jnp.bool_ and truncated.dtype == jnp.bool_
 
 
@@ -214,7 +214,7 @@ def test_rollout_shapes_and_telescoping_returns(reference):
     for field in final_state:
         assert field.shape == (num_envs,) and field.dtype == jnp.int32
     assert trajectory["obs"].shape == (num_steps, num_envs, params.num_cells)
-    assert trajectory["obs"].dtype == jnp.int8
+    assert trajectory["obs"].dtype == jnp.int16
     assert trajectory["action"].shape == (num_steps, num_envs)
     assert trajectory["reward"].shape == (num_steps, num_envs) and trajectory["reward"].dtype == jnp.float32
     for flag in ("terminated", "truncated"):
@@ -318,7 +318,7 @@ def test_different_keys_give_different_starts():
 def test_batch_step_matches_vmapped_step_from_draw_with_the_same_draws():
     num_envs = 64
     obs, state = jax.jit(F.batch_reset, static_argnums=(1, 2))(jax.random.key(3), num_envs, SMALL)
-    assert obs.shape == (num_envs, SMALL.num_cells) and obs.dtype == jnp.int8
+    assert obs.shape == (num_envs, SMALL.num_cells) and obs.dtype == jnp.int16
     assert np.all(np.asarray(state.agent_row) == SMALL.height - 1) and np.all(np.asarray(state.goal_row) == 0)
     assert len(set(zip(np.asarray(state.agent_col).tolist(), np.asarray(state.goal_col).tolist()))) > 5
     batch_step = jax.jit(F.batch_step, static_argnums=3)

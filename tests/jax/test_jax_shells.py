@@ -48,13 +48,13 @@ def test_jax_array_type_returns_jax_arrays():
     # Gymnasium's passive checker expects NumPy arrays: check_env above covers this env.
     env = gym.make("DoorsJax-v0", array_type="jax", disable_env_checker=True)
     obs, _ = env.reset(seed=0)
-    assert isinstance(obs, jax.Array) and obs.dtype == jnp.int8
+    assert isinstance(obs, jax.Array) and obs.dtype == jnp.int16
     assert env.unwrapped.metadata["jax"] is True
     obs, reward, terminated, truncated, info = env.step(0)
     assert isinstance(obs, jax.Array)
     numpy_env = gym.make("DoorsJax-v0")
     obs, _ = numpy_env.reset(seed=0)
-    assert isinstance(obs, np.ndarray) and obs.dtype == np.int8
+    assert isinstance(obs, np.ndarray) and obs.dtype == np.int16
     assert numpy_env.unwrapped.metadata["jax"] is False
 
 
@@ -176,21 +176,26 @@ def test_rendering_matches_numpy_env(render_mode):
 
 
 def test_vector_metadata_and_array_types():
-    env = gym.make_vec("DoorsJax-v0", 3)
+    env = gym.make_vec("DoorsJax-v0", 3, array_type="jax")
     assert isinstance(env.unwrapped, DoorsJaxVectorEnv)
     assert env.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    assert env.metadata["jax"] is True
     obs, info = env.reset(seed=0)
-    assert isinstance(obs, jax.Array) and obs.shape == (3, 225) and obs.dtype == jnp.int8
+    assert isinstance(obs, jax.Array) and obs.shape == (3, 225) and obs.dtype == jnp.int16
     out = env.step(np.zeros(3, dtype=np.int64))
-    assert all(isinstance(x, jax.Array) for x in out[:4])
+    assert all(isinstance(x, jax.Array) for x in (*out[:4], out[4]["distance"], out[4]["_distance"]))
     assert out[1].dtype == jnp.float32 and out[2].dtype == out[3].dtype == jnp.bool_
 
-    env = gym.make_vec("DoorsJax-v0", 3, array_type="numpy")
-    obs, info = env.reset(seed=0)
-    assert isinstance(obs, np.ndarray) and obs.dtype == np.int8
-    obs, reward, terminated, truncated, info = env.step(np.zeros(3, dtype=np.int64))
-    assert all(isinstance(x, np.ndarray) for x in (obs, reward, terminated, truncated, info["distance"]))
-    assert reward.dtype == np.float32 and terminated.dtype == truncated.dtype == np.bool_
+    # NumPy by default, as gym.make("DoorsJax-v0") and the native Doors-v0 vector env, with the same dtypes.
+    for env in (gym.make_vec("DoorsJax-v0", 3), gym.make_vec("DoorsJax-v0", 3, array_type="numpy")):
+        assert env.metadata["jax"] is False
+        obs, info = env.reset(seed=0)
+        assert isinstance(obs, np.ndarray) and obs.dtype == np.int16
+        obs, reward, terminated, truncated, info = env.step(np.zeros(3, dtype=np.int64))
+        arrays = (obs, reward, terminated, truncated, info["distance"], info["_distance"])
+        assert all(isinstance(x, np.ndarray) for x in arrays)
+        assert reward.dtype == info["distance"].dtype == np.float64
+        assert terminated.dtype == truncated.dtype == np.bool_
 
 
 def test_vector_reset_step_after_an_end():

@@ -1,0 +1,131 @@
+"""What the Gymnasium shells of both implementations share: rendering, the window, closing and pickling.
+
+``Doors-v0`` / ``DoorsJax-v0`` single envs mix in :class:`SingleEnvShell`, the two
+vector envs :class:`VectorEnvShell`; each shell only says how to read its
+current grid.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.error import ResetNeeded
+
+from doors_gym import core, rendering
+from doors_gym.extras import import_pygame, require_display
+
+
+class Picklable:
+    """Pickling for shells whose jitted functions or windows do not pickle."""
+
+    _transient: tuple[str, ...] = ()
+    """Attributes dropped by ``__getstate__`` and rebuilt by :meth:`_restore`."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in self._transient:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._restore()
+
+    def _restore(self) -> None:
+        """Rebuilds the transient attributes after unpickling."""
+
+
+class SingleEnvShell(Picklable):
+    """Render modes, the pygame window, ``close`` and pickling of a single Doors env.
+
+    The env sets ``params`` (whose ``colors`` and ``cell_pixels`` draw the
+    frames) and implements :meth:`_grid`; a window is never pickled.
+    """
+
+    env_id = "Doors-v0"
+    _window: rendering.HumanWindow | None = None
+
+    def _check_render_mode(self, render_mode: str | None) -> None:
+        """Sets ``render_mode`` after checking it; ``human`` needs pygame and a display, checked now."""
+        check_render_mode(render_mode, tuple(self.metadata["render_modes"]))
+        self.render_mode = render_mode
+
+    def _grid(self) -> np.ndarray:
+        """The current ``(H, W)`` grid; ``ResetNeeded`` before the first reset."""
+        raise NotImplementedError
+
+    def render(self) -> np.ndarray | str | None:
+        """An RGB frame (``rgb_array``), a text grid (``ansi``) or a window update (``human``)."""
+        if self.render_mode is None:
+            gym.logger.warn(
+                "You are calling render method without specifying any render mode. "
+                f'You can specify the render_mode at initialization, e.g. gym.make("{self.env_id}", '
+                'render_mode="rgb_array")'
+            )
+            return None
+        grid = self._grid()
+        if self.render_mode == "ansi":
+            return rendering.grid_to_ansi(grid)
+        frame = core.rgb_image(grid, self.params.colors, self.params.cell_pixels)
+        if self.render_mode == "rgb_array":
+            return frame
+        if self._window is None:
+            self._window = rendering.HumanWindow(self.env_id, self.metadata["render_fps"])
+        if not self._window.show(frame):
+            self._window = None
+        return None
+
+    def close(self) -> None:
+        """Closes the pygame window if one is open; safe to call twice."""
+        if self._window is not None:
+            self._window.close()
+            self._window = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_window", None)
+        return state
+
+
+class VectorEnvShell(Picklable):
+    """``render`` of a Doors vector env: one frame or text grid per env, as ``SyncVectorEnv`` returns them."""
+
+    def _check_render_mode(self, render_mode: str | None) -> None:
+        check_render_mode(render_mode, tuple(self.metadata["render_modes"]))
+        self.render_mode = render_mode
+
+    def _grids(self) -> np.ndarray:
+        """The current ``(num_envs, H, W)`` grids; ``ResetNeeded`` before the first reset."""
+        raise NotImplementedError
+
+    def render(self) -> tuple[Any, ...] | None:
+        """A tuple with one frame (``rgb_array``) or text grid (``ansi``) per env."""
+        if self.render_mode is None:
+            gym.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        grids = self._grids()
+        if self.render_mode == "ansi":
+            return tuple(rendering.grid_to_ansi(grid) for grid in grids)
+        return tuple(core.rgb_image(grids, self.params.colors, self.params.cell_pixels))
+
+
+def check_render_mode(render_mode: str | None, allowed: tuple[str, ...]) -> None:
+    """``ValueError`` unless ``render_mode`` is None or in ``allowed``; for ``human``, pygame and a display.
+
+    Raises:
+        ValueError: naming the mode and the allowed ones.
+        doors_gym.extras.MissingExtra: ``human`` without pygame (the ``render`` extra).
+        doors_gym.extras.NoDisplay: ``human`` where no window can be shown.
+    """
+    core.validate_render_mode(render_mode, allowed)
+    if render_mode == "human":
+        import_pygame("render_mode='human'")
+        require_display("render_mode='human'")
+
+
+def require_reset(has_reset: bool, what: str = "env.render()") -> None:
+    """``ResetNeeded`` naming ``what`` unless the env has been reset."""
+    if not has_reset:
+        raise ResetNeeded(f"Cannot call {what} before calling env.reset()")

@@ -1,0 +1,221 @@
+"""What every shell declares and checks beside the rules: spaces, reset options, states, reset masks, seeds.
+
+NumPy only, so both the NumPy envs and the JAX shells use it without either
+importing the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.error import ResetNeeded
+
+from doors_gym import core
+from doors_gym.core import NUM_ACTIONS, WALL, DoorsParams, DoorsState
+
+RESET_OPTIONS = ("agent_pos", "goal_pos")
+"""Keys of a single env's ``reset(options=...)``."""
+VECTOR_RESET_OPTIONS = ("reset_mask",)
+"""Keys of a vector env's ``reset(options=...)``."""
+
+
+NO_LIMIT = -1
+"""``max_episode_steps=-1``: no time limit (Gymnasium's meaning in ``gym.make``)."""
+
+
+class EnvKeywords(TypedDict, total=False):
+    """The keywords every Doors shell takes (``gym.make``, ``gym.make_vec``, the constructors).
+
+    Attributes:
+        grid_size: ``(H, W)``, ``H >= 3``, ``W >= 1``, ``H * W <= 8191``; default ``(15, 15)``.
+        n_doors: the number of doors, ``1..W``; default 3 (or ``len(door_cols)``).
+        door_cols: explicit, distinct door columns in ``[0, W)``.
+        max_episode_steps: an integer ``>= 1``, ``None`` (60 for the vector envs; the
+            single envs leave it to ``gym.make``'s ``TimeLimit``) or ``-1`` (no limit).
+        obs_mode: ``"grid"`` (default), ``"onehot"``, ``"rgb"`` or ``"coords"``.
+        cell_pixels: pixels per cell of frames and ``rgb`` observations, ``1..256``; default 16.
+        colors: ``{cell code: (r, g, b)}`` over the defaults.
+    """
+
+    grid_size: Sequence[int]
+    n_doors: int | None
+    door_cols: Sequence[int] | None
+    max_episode_steps: int | None
+    obs_mode: str
+    cell_pixels: int
+    colors: Mapping[int, Sequence[int]] | None
+
+
+def make_params(
+    grid_size: Any = core.DEFAULT_GRID_SIZE,
+    n_doors: Any = None,
+    door_cols: Any = None,
+    max_episode_steps: Any = None,
+    obs_mode: Any = "grid",
+    cell_pixels: Any = core.DEFAULT_CELL_PIXELS,
+    colors: Any = None,
+    *,
+    default_limit: int | None,
+) -> DoorsParams:
+    """The validated :class:`DoorsParams` of a shell's keywords.
+
+    ``max_episode_steps`` means the same in every shell, as in ``gym.make``: an
+    integer ``>= 1`` is the limit, ``-1`` is no limit, ``None`` is
+    ``default_limit`` (60 for the vector envs; ``None`` for the single envs,
+    which ``gym.make`` wraps in Gymnasium's ``TimeLimit``). Anything else is a
+    ``ValueError`` naming the value.
+    """
+    if max_episode_steps is None:
+        max_episode_steps = default_limit
+    elif core._is_int(max_episode_steps) and max_episode_steps == NO_LIMIT:
+        max_episode_steps = None
+    elif not core._is_int(max_episode_steps) or max_episode_steps < 1:
+        raise ValueError(
+            f"max_episode_steps={max_episode_steps!r} is invalid: expected an integer >= 1, "
+            f"None (the default, {core.DEFAULT_MAX_EPISODE_STEPS}) or -1 (no limit)"
+        )
+    return DoorsParams(
+        grid_size=tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
+        n_doors=n_doors,
+        door_cols=door_cols,
+        max_episode_steps=max_episode_steps,
+        obs_mode=obs_mode,
+        cell_pixels=cell_pixels,
+        colors=colors,
+    )
+
+
+def observation_space(params: DoorsParams) -> spaces.Space:
+    """The observation space of ``params.obs_mode``, the same in both implementations.
+
+    - ``grid``: ``MultiDiscrete([4] * H * W)``, int16 (``nvec`` too);
+    - ``onehot``: ``MultiBinary((H, W, 4))``, int8;
+    - ``rgb``: ``Box(0, 255, (H * p, W * p, 3), uint8)``, an image Stable-Baselines3's ``CnnPolicy`` takes;
+    - ``coords``: ``MultiDiscrete([H, W, H, W])``, int16.
+    """
+    mode = params.obs_mode
+    if mode == "grid":
+        nvec = np.full(params.num_cells, core.NUM_CELL_TYPES, dtype=core.OBS_DTYPE)
+        return spaces.MultiDiscrete(nvec, dtype=core.OBS_DTYPE)
+    if mode == "onehot":
+        return spaces.MultiBinary((params.height, params.width, core.NUM_CELL_TYPES))
+    if mode == "rgb":
+        shape = (params.height * params.cell_pixels, params.width * params.cell_pixels, 3)
+        return spaces.Box(0, 255, shape, dtype=core.RGB_DTYPE)
+    nvec = np.array([params.height, params.width, params.height, params.width], dtype=core.OBS_DTYPE)
+    return spaces.MultiDiscrete(nvec, dtype=core.OBS_DTYPE)
+
+
+def make_spaces(params: DoorsParams) -> tuple[spaces.Space, spaces.Discrete]:
+    """The observation and action spaces that both implementations declare."""
+    return observation_space(params), spaces.Discrete(NUM_ACTIONS)
+
+
+def parse_reset_options(params: DoorsParams, options: Mapping[str, Any] | None) -> dict[str, tuple[int, int]]:
+    """Validates ``reset(options=...)``: optional ``agent_pos`` / ``goal_pos`` as ``(row, col)``.
+
+    A position must lie inside the grid and off the wall, and the agent may not
+    start on the goal.
+
+    Raises:
+        ValueError: naming the option, its value and what is allowed.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"options={options!r} is invalid: expected None or a dict with keys {list(RESET_OPTIONS)}")
+    unknown = sorted(set(options) - set(RESET_OPTIONS))
+    if unknown:
+        raise ValueError(f"reset options {unknown} are unknown: expected keys among {list(RESET_OPTIONS)}")
+    positions = {
+        key: check_position(params, f"options[{key!r}]", options[key]) for key in RESET_OPTIONS if key in options
+    }
+    if positions.get("agent_pos") is not None and positions.get("agent_pos") == positions.get("goal_pos"):
+        raise ValueError(
+            f"options agent_pos={positions['agent_pos']} equals goal_pos: the agent may not start on the goal"
+        )
+    return positions
+
+
+def check_position(params: DoorsParams, name: str, value: Any) -> tuple[int, int]:
+    """``value`` as a ``(row, col)`` cell inside the grid and off the wall, or ``ValueError`` naming ``name``."""
+    if not core.is_int_pair(value):
+        raise ValueError(f"{name}={value!r} is invalid: expected (row, col) integers")
+    row, col = int(value[0]), int(value[1])
+    if not (0 <= row < params.height and 0 <= col < params.width):
+        raise ValueError(
+            f"{name}={value!r} is outside the grid: expected 0 <= row < {params.height}, 0 <= col < {params.width}"
+        )
+    if core._layout(params.grid_size, params.door_cols)[row, col] == WALL:
+        raise ValueError(f"{name}={value!r} is a wall cell: positions must be off the wall")
+    return row, col
+
+
+def check_states(params: DoorsParams, state: DoorsState, num_envs: int | None = None) -> DoorsState:
+    """Validates a state to put an env in (``set_state``); returns it as NumPy int32 arrays.
+
+    Args:
+        params: the layout.
+        state: one state (scalar fields) when ``num_envs`` is None, else fields
+            broadcastable to ``(num_envs,)``.
+        num_envs: the batch size of a vector env.
+
+    Raises:
+        ValueError: naming the field and the env index when a position is off
+            the grid or on the wall, or when ``time`` is negative.
+    """
+    shape = () if num_envs is None else (num_envs,)
+    values = DoorsState(*(np.broadcast_to(np.asarray(field, dtype=np.int64), shape) for field in state))
+    for index in np.ndindex(shape):
+        where = "" if num_envs is None else f"[{index[0]}]"
+        check_position(params, f"state.goal{where}", (int(values.goal_row[index]), int(values.goal_col[index])))
+        check_position(params, f"state.agent{where}", (int(values.agent_row[index]), int(values.agent_col[index])))
+    if np.any(values.time < 0):
+        raise ValueError(f"state.time={values.time.tolist()} is invalid: expected >= 0")
+    return DoorsState(*(field.astype(core.POSITION_DTYPE) for field in values))
+
+
+def check_num_envs(num_envs: Any) -> int:
+    """``num_envs`` as an int ``>= 1`` or ``ValueError`` naming it."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1")
+    return int(num_envs)
+
+
+def parse_vector_reset_options(options: Mapping[str, Any] | None, num_envs: int, has_reset: bool) -> np.ndarray:
+    """The envs a vector ``reset`` resets: ``options["reset_mask"]`` or all of them.
+
+    Raises:
+        ValueError: for unknown options or a mask that is not ``(num_envs,)`` bool.
+        ResetNeeded: for a partial mask before the first full reset.
+    """
+    options = dict(options or {})
+    mask = options.pop("reset_mask", None)
+    if options:
+        raise ValueError(f"reset options {sorted(options)} are unknown: expected only {list(VECTOR_RESET_OPTIONS)}")
+    if mask is None:
+        return np.ones(num_envs, dtype=bool)
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_ or mask.shape != (num_envs,):
+        raise ValueError(
+            f"options['reset_mask'] must be a bool array of shape ({num_envs},), "
+            f"got dtype {mask.dtype} and shape {mask.shape}"
+        )
+    if not has_reset and not mask.all():
+        raise ResetNeeded("The first reset of a vector env must reset every env (no reset_mask)")
+    return mask.copy()
+
+
+def vector_seeds(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int | None]:
+    """One seed per env, as ``SyncVectorEnv`` derives them: ``seed + i`` from an int, or a list as given."""
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return [int(seed) + index for index in range(num_envs)]
+    seeds = list(seed)
+    if len(seeds) != num_envs:
+        raise ValueError(f"seed has {len(seeds)} entries, expected num_envs={num_envs}")
+    return seeds
