@@ -32,7 +32,7 @@ wheel, sdist = map(pathlib.Path, sys.argv[1:])
 names = zipfile.ZipFile(wheel).namelist()
 tops = sorted({name.split("/")[0] for name in names})
 for required in ("doors_gym/__init__.py", "doors_gym/py.typed", "doors_gym/jax/functional.py",
-                 "doors_gym_baselines/common.py", "doors_gym_baselines/py.typed"):
+                 "doors_gym_baselines/arms.py", "doors_gym_baselines/py.typed"):
     assert required in names, f"wheel lacks {required}"
 stray = [name for name in names if name.split("/")[0] in ("tests", "benchmarks", "baselines", "docs")]
 assert not stray, f"wheel carries files outside the packages: {stray}"
@@ -95,7 +95,7 @@ for env_id in ("doors_gym:Doors-v0", "doors_gym:DoorsJax-v0"):
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
     frame = env.render()
-    assert obs.shape == (225,) and obs.dtype == np.int8, (obs.shape, obs.dtype)
+    assert obs.shape == (225,) and obs.dtype == np.int16, (obs.shape, obs.dtype)
     assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8, (frame.shape, frame.dtype)
     env.close()
     print(f"{env_id}: obs {obs.shape} {obs.dtype}, reward {float(reward):.3f}, frame {frame.shape} {frame.dtype}")

@@ -1,12 +1,16 @@
 """DQN in Flax and optax against ``Doors-v0`` or ``DoorsJax-v0``: jitted acting and updates, host loop.
 
-``python -m baselines.dqn_flax --env-id DoorsJax-v0`` or ``doors-gym train --arm flax``.
-Follows ``dqn_torch.py`` section by section, so the two diff cleanly.
+The arms ``flax-numpy`` and ``flax-jax``: ``doors-gym train --arm flax-jax`` or
+``python -m baselines.dqn_flax``. The shared host loop (:mod:`.loop`) drives a
+:class:`FlaxLearner`; follows ``dqn_torch.py`` section by section, so the two
+diff cleanly. Its network, loss and model files are also the fully jitted arm's.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -16,41 +20,31 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from doors_gym.core import AGENT, GOAL
+from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
 
-from .common import (
-    DQNConfig,
-    EpisodeTracker,
-    Progress,
-    ReplayBuffer,
-    TrainResult,
-    evaluate_and_report,
-    evaluate_greedy,
-    history_row,
-    is_solved,
-    make_envs,
-    prune,
-    run_cli,
-)
+from . import loop
+from .config import DQNConfig
+from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
+from .metrics import TrainResult
 
-ARM = "flax"
+MODEL_FORMAT = "doors-gym-dqn"
 
 
 class QNetwork(nn.Module):
     """MLP from the agent and goal planes to one Q-value per action.
 
     The first layer is a Dense layer over the one-hot agent and goal planes
-    (``2 * H * W`` inputs). A one-hot input selects one kernel row per plane,
-    so it is computed as those two rows: the same function and parameters,
-    without multiplying zeros.
+    (``2 * H * W`` inputs, :func:`~doors_gym_baselines.loop.encode`). A one-hot
+    input selects one kernel row per plane, so it is computed as those two rows:
+    the same function and parameters, without multiplying zeros.
     """
 
     hidden_sizes: tuple[int, ...]
-    num_actions: int = 5
+    num_actions: int = NUM_ACTIONS
 
     @nn.compact
-    def __call__(self, obs: jax.Array | tuple[jax.Array, jax.Array, jax.Array]) -> jax.Array:
-        """``(batch, H * W)`` int8 observations -> ``(batch, 5)`` Q-values.
+    def __call__(self, obs: jax.Array | tuple[jax.Array, jax.Array, jax.Array, int]) -> jax.Array:
+        """``(batch, H * W)`` integer grid observations -> ``(batch, 5)`` Q-values.
 
         Also takes ``(agent_cell, goal_cell, goal_visible, num_cells)`` read off env states
         directly (see :func:`cells_of_states`): the same input, without building the grid.
@@ -99,21 +93,23 @@ class LearnerState(NamedTuple):
 
 
 def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
-    if config.optimizer == "adam":
-        return optax.adam(config.learning_rate)
-    return optax.sgd(config.learning_rate)
+    """Adam or SGD at the config's learning rate."""
+    hyper = config.hyperparameters
+    optimizer = optax.adam if hyper.optimizer == "adam" else optax.sgd
+    return optimizer(hyper.learning_rate)
 
 
 def make_loss(network: QNetwork, config: DQNConfig):
     """The TD loss ``loss(params, target_params, batch)``, shared with the fully jitted arm."""
+    hyper = config.hyperparameters
 
     def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...]) -> jax.Array:
         obs, actions, rewards, next_obs, terminated = batch
         next_values = network.apply(target_params, next_obs).max(axis=1)
         # Bootstrap through truncation: only termination cuts the return.
-        targets = jax.lax.stop_gradient(rewards + config.gamma * next_values * (1.0 - terminated))
+        targets = jax.lax.stop_gradient(rewards + hyper.gamma * next_values * (1.0 - terminated))
         values = jnp.take_along_axis(network.apply(params, obs), actions[:, None], axis=1).squeeze(1)
-        if config.loss == "huber":
+        if hyper.loss == "huber":
             return optax.huber_loss(values, targets, delta=1.0).mean()
         return jnp.mean((values - targets) ** 2)
 
@@ -133,124 +129,119 @@ def make_update(network: QNetwork, optimizer: optax.GradientTransformation, conf
     return update
 
 
-def greedy_actor(network: QNetwork, state_holder: list[LearnerState]):
-    """A batch of NumPy observations -> greedy actions (NumPy), with the latest parameters."""
-    apply = jax.jit(lambda params, obs: network.apply(params, obs).argmax(axis=1))
+def init_params(network: QNetwork, key: jax.Array, num_cells: int) -> Any:
+    """Fresh network parameters for grids of ``num_cells`` cells."""
+    return network.init(key, jnp.zeros((1, num_cells), dtype=jnp.int16))
 
-    def act(obs: np.ndarray) -> np.ndarray:
-        return np.array(apply(state_holder[0].params, obs))
 
-    return act
+@functools.lru_cache(maxsize=16)
+def jitted_network(network: QNetwork) -> tuple[Callable, Callable]:
+    """``(greedy actions, Q-values)`` of ``network`` as jitted functions of ``(params, obs)``, one pair per network.
+
+    Policies of the same network (every seed of a run, every evaluation) share
+    them, so each shape compiles once.
+    """
+    return jax.jit(lambda params, obs: network.apply(params, obs).argmax(axis=1)), jax.jit(network.apply)
+
+
+class FlaxPolicy:
+    """A network and its parameters: greedy actions for batches of observations (compiled once per network)."""
+
+    def __init__(self, network: QNetwork, params: Any) -> None:
+        self.network = network
+        self.params = params
+        self._apply, self._q_values = jitted_network(network)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Greedy actions for a batch of grid observations."""
+        return np.array(self._apply(self.params, obs))
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """``(batch, 5)`` Q-values of a batch of grid observations."""
+        return np.array(self._q_values(self.params, obs))
+
+    def save(self, path: str, arm: str, config: DQNConfig) -> None:
+        """The parameters and the config as one msgpack file (``flax.serialization``; no pickled code)."""
+        payload = {
+            "format": MODEL_FORMAT,
+            "arm": arm,
+            "config": config.to_dict(),
+            "params": flax.serialization.to_state_dict(self.params),
+        }
+        with open(path, "wb") as handle:
+            handle.write(flax.serialization.msgpack_serialize(payload))
+
+
+class FlaxLearner(FlaxPolicy):
+    """Online and target parameters, optax state and the jitted TD update: the Flax side of the host loop.
+
+    Both jitted functions compile when the learner is built, on the shapes the
+    loop uses (their first calls, whose results are dropped: they are pure),
+    and ``compile_seconds`` says how long that took.
+    """
+
+    def __init__(self, config: DQNConfig) -> None:
+        network = QNetwork(tuple(config.hyperparameters.hidden_sizes))
+        params = init_params(network, jax.random.key(config.run.seed), config.params.num_cells)
+        optimizer = make_optimizer(config)
+        self.state = LearnerState(params, params, optimizer.init(params))
+        self._update = make_update(network, optimizer, config)
+        super().__init__(network, params)
+        self.facts = {"jax_version": jax.__version__, "jax_devices": str(jax.devices())}
+        self.compile_seconds = self._compile(config)
+
+    def _compile(self, config: DQNConfig) -> float:
+        start = time.perf_counter()
+        hyper, num_cells = config.hyperparameters, config.params.num_cells
+        for size in sorted({hyper.num_envs, config.params.width**2}):
+            self.act(np.zeros((size, num_cells), dtype=np.int16))
+        size = hyper.batch_size
+        obs = np.zeros((size, num_cells), dtype=np.int8)
+        floats = np.zeros(size, dtype=np.float32)
+        jax.block_until_ready(self._update(self.state, (obs, np.zeros(size, dtype=np.int64), floats, obs, floats)))
+        return time.perf_counter() - start
+
+    def update(self, batch: Batch) -> float:
+        """One gradient step; bootstraps through truncation (only termination cuts the return)."""
+        self.state, loss = self._update(self.state, batch)
+        self.params = self.state.params
+        return float(loss)
+
+    def sync_target(self) -> None:
+        """Copies the online parameters into the target."""
+        self.state = self.state._replace(target_params=self.state.params)
 
 
 def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     """Trains one seed; reports greedy evaluations to an Optuna ``trial`` if given.
 
-    Returns a :class:`TrainResult` whose ``model`` is ``(QNetwork, params)``.
+    Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the :class:`FlaxLearner`.
     """
-    start = time.perf_counter()
-    key = jax.random.key(config.seed)
-    params = config.params
-    envs = make_envs(config)
-    q_network = QNetwork(tuple(config.hidden_sizes))
-    network_params = q_network.init(key, jnp.zeros((1, params.num_cells), dtype=jnp.int8))
-    optimizer = make_optimizer(config)
-    state_holder = [LearnerState(network_params, network_params, optimizer.init(network_params))]
-    update = make_update(q_network, optimizer, config)
-    buffer = ReplayBuffer(config.buffer_size, params.num_cells, seed=config.seed)
-    tracker = EpisodeTracker(config.num_envs, config.rolling_episodes)
-    rng = np.random.default_rng(config.seed)
-    act = greedy_actor(q_network, state_holder)
-    progress = Progress(config.num_iterations * config.num_envs, f"{ARM} x {config.env_id}", config.quiet)
-
-    obs, info = envs.reset(seed=config.seed)
-    tracker.start(np.ones(config.num_envs, dtype=bool), info["distance"])
-    previous_done = np.zeros(config.num_envs, dtype=bool)
-    history: list[dict[str, float]] = []
-    losses: list[float] = []
-    updates = 0
-    next_eval = config.eval_every or None
-    for iteration in range(config.num_iterations):
-        global_step = (iteration + 1) * config.num_envs
-        epsilon = config.epsilon(global_step)
-        actions = act(obs)
-        explore = rng.random(config.num_envs) < epsilon
-        actions[explore] = rng.integers(0, 5, int(explore.sum()))
-
-        next_obs, rewards, terminated, truncated, info = envs.step(actions)
-        # Next-step autoreset: a step that follows an episode end is a reset, not a transition.
-        valid = ~previous_done
-        buffer.add(obs[valid], actions[valid], rewards[valid], next_obs[valid], terminated[valid])
-        finished = tracker.record(rewards, terminated, truncated, valid)
-        tracker.start(previous_done, info["distance"])
-        previous_done = terminated | truncated
-        obs = next_obs
-
-        if global_step > config.learning_starts and iteration % config.train_frequency == 0:
-            batch = buffer.sample(config.batch_size)
-            state_holder[0], loss = update(state_holder[0], batch)
-            updates += 1
-            losses.append(float(loss))
-            if updates % config.target_update == 0:
-                state_holder[0] = state_holder[0]._replace(target_params=state_holder[0].params)
-            if not np.isfinite(losses[-1]):
-                prune(trial, f"non-finite loss {losses[-1]} at step {global_step}")
-
-        progress.update(config.num_envs, ret=finished[-1] if finished else float("nan"), eps=epsilon)
-        if next_eval is not None and global_step >= next_eval and iteration + 1 < config.num_iterations:
-            next_eval += config.eval_every
-            history.append(evaluate_and_report(act, config, tracker, global_step, start, losses, trial))
-            if config.stop_when_solved and is_solved(history[-1]):
-                break
-    progress.close()
-    envs.close()
-    evaluation = evaluate_greedy(act, params)
-    history.append(history_row(evaluation, tracker, global_step, start, losses, config.epsilon(global_step)))
-    return TrainResult(
-        arm=ARM,
-        config=config,
-        evaluation=evaluation,
-        rolling_reward=tracker.summary()["rolling_reward"],
-        wall_seconds=time.perf_counter() - start,
-        env_steps=global_step,
-        updates=updates,
-        history=history,
-        model=(q_network, state_holder[0].params),
-        losses=losses,
-    )
+    return loop.train(FlaxLearner, __spec__.name, config, trial)
 
 
-def save_model(result: TrainResult, path: str) -> None:
-    """Writes the parameters and the config as one msgpack file (``flax.serialization``)."""
-    _, network_params = result.model
-    payload = {
-        "arm": ARM,
-        "config": result.config.to_dict(),
-        "params": flax.serialization.to_state_dict(network_params),
-    }
-    with open(path, "wb") as handle:
-        handle.write(flax.serialization.msgpack_serialize(payload))
-
-
-def load_model(path: str) -> tuple[QNetwork, Any, DQNConfig]:
-    """Reads a file of :func:`save_model`: ``(network, params, config)``; no code is unpickled."""
+def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
+    """``(arm, policy, config)`` of a Flax model file (of this arm or the fully jitted one); nothing is unpickled."""
     with open(path, "rb") as handle:
         data = handle.read()
     try:
         payload = flax.serialization.msgpack_restore(data)
-    except Exception as error:  # msgpack raises several types for foreign files
-        raise ValueError(f"{path!r} is not a Flax DQN model written by save_model ({error})") from None
-    if not isinstance(payload, dict) or payload.get("arm") not in ("flax", "flax-scan"):
-        raise ValueError(f"{path!r} is not a Flax DQN model written by save_model")
+    except Exception as error:  # noqa: BLE001 - msgpack raises several types for foreign files
+        raise ValueError(f"{path!r} is not a Flax DQN model written by doors-gym ({error})") from None
+    if not isinstance(payload, dict) or payload.get("format") != MODEL_FORMAT:
+        raise ValueError(f"{path!r} is not a Flax DQN model written by doors-gym (no {MODEL_FORMAT!r} format tag)")
     config = DQNConfig.from_dict(payload["config"])
-    network = QNetwork(tuple(config.hidden_sizes))
-    template = network.init(jax.random.key(0), jnp.zeros((1, config.params.num_cells), dtype=jnp.int8))
+    network = QNetwork(tuple(config.hyperparameters.hidden_sizes))
+    template = init_params(network, jax.random.key(0), config.params.num_cells)
     params = jax.tree.map(jnp.asarray, flax.serialization.from_state_dict(template, payload["params"]))
-    return network, params, config
+    return payload["arm"], FlaxPolicy(network, params), config
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli(train, ARM, argv)
+    """``python -m baselines.dqn_flax``: ``doors-gym train`` for this file's arms."""
+    from .cli import train_main
+
+    return train_main(__spec__.name, argv)
 
 
 if __name__ == "__main__":

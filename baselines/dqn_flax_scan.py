@@ -1,6 +1,7 @@
 """DQN with env, acting, replay buffer and updates in one ``lax.scan`` (PureJaxRL style).
 
-``python -m baselines.dqn_flax_scan --num-seeds 8`` or ``doors-gym train --arm flax-scan``.
+The arm ``flax-scan``: ``doors-gym train --arm flax-scan --num-seeds 8`` or
+``python -m baselines.dqn_flax_scan``.
 
 ``make_train(config)`` returns pure ``init(key)`` and ``run_chunk(runner, first_iteration)``;
 ``train`` jits ``vmap`` of both over seeds, so ``num_seeds`` seeds train in one
@@ -13,9 +14,10 @@ not observations: the observation of a sampled batch is rebuilt by the same
 
 from __future__ import annotations
 
-import functools
+import concurrent.futures
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -23,14 +25,18 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from doors_gym import core
 from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
-from .common import DQNConfig, Evaluation, Progress, TrainResult, evaluate_greedy, is_solved, prune, report, run_cli
-from .dqn_flax import LearnerState, QNetwork, cells_of_states, load_model, make_loss, make_optimizer
-from .dqn_flax import save_model as save_flax_model
+from .arms import arm_of
+from .config import DQNConfig
+from .dqn_flax import FlaxPolicy, LearnerState, QNetwork, cells_of_states, init_params, make_loss, make_optimizer
+from .dqn_flax import load_model as load_model
+from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
+from .loop import EvaluationSchedule, Progress, finish, prune
+from .metrics import HistoryRow, TrainResult
 
-ARM = "flax-scan"
 CHUNKS = 20
 """Host round trips per run: progress, greedy evaluations and pruning happen between chunks."""
 
@@ -72,26 +78,52 @@ class Runner(NamedTuple):
     key: jax.Array
 
 
-def make_train(
-    config: DQNConfig,
-) -> tuple[Callable[[jax.Array], Runner], Callable[[Runner, jax.Array], tuple[Runner, dict]], QNetwork, int]:
-    """Pure ``init(key) -> Runner`` and ``run_chunk(runner, first_iteration) -> (runner, metrics)``.
+class Pieces(NamedTuple):
+    """The parts of one scan iteration, each a pure function of one seed (vmap them over seeds).
 
-    Returns ``(init, run_chunk, network, iterations_per_chunk)``.
+    The scan calls them in this order; run apart, they time the phases of the
+    arm (:func:`profile`).
     """
+
+    select_actions: Callable[[Runner, jax.Array, jax.Array, jax.Array], jax.Array]
+    """``(runner, iteration_index, explore_key, random_key) -> actions``: epsilon-greedy."""
+    env_step: Callable[[Runner, jax.Array, jax.Array], tuple]
+    """``(runner, actions, step_key) -> batch_step's outputs``."""
+    store: Callable[[Buffer, DoorsState, jax.Array, jax.Array, DoorsState, jax.Array, jax.Array], Buffer]
+    """``(buffer, state, actions, reward, next_state, terminated, iteration_index) -> buffer``."""
+    sample: Callable[[Buffer, jax.Array], tuple]
+    """``(buffer, key) -> batch`` of agent and goal cells read off stored states."""
+    learn: Callable[[Runner, tuple], tuple[Runner, jax.Array]]
+    """``(runner, batch) -> (runner, loss)``: the gradient step and the target update (``batch`` from ``sample``
+    in the same trace: it carries the grid size as a Python int)."""
+
+
+class ScanTrain(NamedTuple):
+    """What :func:`make_train` returns."""
+
+    init: Callable[[jax.Array], Runner]
+    run_chunk: Callable[[Runner, jax.Array], tuple[Runner, dict]]
+    network: QNetwork
+    iterations_per_chunk: int
+    pieces: Pieces
+
+
+def make_train(config: DQNConfig) -> ScanTrain:
+    """Pure ``init(key) -> Runner`` and ``run_chunk(runner, first_iteration) -> (runner, metrics)``, and their parts."""
     params = config.params
-    num_envs = config.num_envs
-    network = QNetwork(tuple(config.hidden_sizes))
+    hyper = config.hyperparameters
+    num_envs = hyper.num_envs
+    network = QNetwork(tuple(hyper.hidden_sizes))
     optimizer = make_optimizer(config)
     epsilon_schedule = optax.linear_schedule(
-        config.start_epsilon, config.end_epsilon, max(1, int(config.exploration_fraction * config.total_steps))
+        hyper.start_epsilon, hyper.end_epsilon, max(1, int(hyper.exploration_fraction * config.run.total_steps))
     )
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
-    capacity, window = config.buffer_size, config.rolling_episodes
+    capacity, window = hyper.buffer_size, config.run.rolling_episodes
 
     def init(key: jax.Array) -> Runner:
         network_key, env_key, loop_key = jax.random.split(key, 3)
-        network_params = network.init(network_key, jnp.zeros((1, params.num_cells), dtype=jnp.int8))
+        network_params = init_params(network, network_key, params.num_cells)
         learner = LearnerState(network_params, network_params, optimizer.init(network_params))
         obs, env_state = F.batch_reset(env_key, num_envs, params)
         empty_states = jax.tree.map(lambda field: jnp.zeros((capacity,), field.dtype), env_state)
@@ -118,56 +150,83 @@ def make_train(
 
     loss_function = make_loss(network, config)
 
-    def update(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
-        buffer = runner.buffer
-        index = jax.random.randint(key, (config.batch_size,), 0, jnp.maximum(buffer.size, 1))
+    def select_actions(
+        runner: Runner, iteration_index: jax.Array, explore_key: jax.Array, random_key: jax.Array
+    ) -> jax.Array:
+        epsilon = epsilon_schedule((iteration_index + 1) * num_envs)
+        greedy = network.apply(runner.learner.params, runner.obs).argmax(axis=1)
+        random_actions = jax.random.randint(random_key, (num_envs,), 0, 5)
+        explore = jax.random.uniform(explore_key, (num_envs,)) < epsilon
+        return jnp.where(explore, random_actions, greedy).astype(jnp.int32)
+
+    def env_step(runner: Runner, actions: jax.Array, step_key: jax.Array) -> tuple:
+        return F.batch_step(step_key, runner.env_state, actions, params)
+
+    def store(
+        buffer: Buffer,
+        state: DoorsState,
+        actions: jax.Array,
+        reward: jax.Array,
+        next_state: DoorsState,
+        terminated: jax.Array,
+        iteration_index: jax.Array,
+    ) -> Buffer:
+        # Every seed writes at the same slots: computed from the (unbatched) iteration, the write is one
+        # slice per field, in place, where a per-seed cursor made it a scatter over seeds.
+        start = (iteration_index * num_envs) % capacity
+        return _add(buffer, state, actions, reward, next_state, terminated, capacity, start)
+
+    def sample(buffer: Buffer, key: jax.Array) -> tuple:
+        index = jax.random.randint(key, (hyper.batch_size,), 0, jnp.maximum(buffer.size, 1))
         # The network reads the agent and goal cells; from stored states they need no grid.
         cells = lambda tree: cells_of_states(  # noqa: E731
             jax.tree.map(lambda field: field[index], tree), params.width, params.num_cells
         )
-        batch = (
+        return (
             cells(buffer.state),
             buffer.action[index],
             buffer.reward[index],
             cells(buffer.next_state),
             buffer.terminated[index],
         )
+
+    def learn(runner: Runner, batch: tuple) -> tuple[Runner, jax.Array]:
         learner = runner.learner
         loss, grads = jax.value_and_grad(loss_function)(learner.params, learner.target_params, batch)
         changes, opt_state = optimizer.update(grads, learner.opt_state, learner.params)
         network_params = optax.apply_updates(learner.params, changes)
         updates = runner.updates + 1
-        target_params = optax.periodic_update(network_params, learner.target_params, updates, config.target_update)
+        target_params = optax.periodic_update(network_params, learner.target_params, updates, hyper.target_update)
         return runner._replace(learner=LearnerState(network_params, target_params, opt_state), updates=updates), loss
+
+    def update(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
+        return learn(runner, sample(runner.buffer, key))
 
     def iteration(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, sample_key = jax.random.split(runner.key, 5)
         global_step = (iteration_index + 1) * num_envs
         epsilon = epsilon_schedule(global_step)
-        greedy = network.apply(runner.learner.params, runner.obs).argmax(axis=1)
-        random_actions = jax.random.randint(random_key, (num_envs,), 0, 5)
-        explore = jax.random.uniform(explore_key, (num_envs,)) < epsilon
-        actions = jnp.where(explore, random_actions, greedy).astype(jnp.int32)
-
-        obs, env_state, reward, terminated, truncated, info = F.batch_step(step_key, runner.env_state, actions, params)
-        buffer = _add(runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, capacity)
+        actions = select_actions(runner, iteration_index, explore_key, random_key)
+        obs, env_state, reward, terminated, truncated, info = env_step(runner, actions, step_key)
+        buffer = store(
+            runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, iteration_index
+        )
         episodes = _track(runner.episodes, reward, terminated, truncated, jax.vmap(_distance)(env_state), window)
         runner = runner._replace(env_state=env_state, obs=obs, buffer=buffer, episodes=episodes, key=key)
 
-        learn = (global_step > config.learning_starts) & (iteration_index % config.train_frequency == 0)
-        runner, loss = jax.lax.cond(learn, update, lambda r, k: (r, jnp.float32(jnp.nan)), runner, sample_key)
-        return runner, {"loss": loss, "learned": learn, "epsilon": epsilon}
+        learn_now = (global_step > hyper.learning_starts) & (iteration_index % hyper.train_frequency == 0)
+        runner, loss = jax.lax.cond(learn_now, update, lambda r, k: (r, jnp.float32(jnp.nan)), runner, sample_key)
+        return runner, {"loss": loss, "learned": learn_now, "epsilon": epsilon}
 
     def run_chunk(runner: Runner, first_iteration: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         indices = first_iteration + jnp.arange(iterations_per_chunk)
         return jax.lax.scan(iteration, runner, indices)
 
-    return init, run_chunk, network, iterations_per_chunk
+    pieces = Pieces(select_actions, env_step, store, sample, learn)
+    return ScanTrain(init, run_chunk, network, iterations_per_chunk, pieces)
 
 
 def _distance(state: DoorsState) -> jax.Array:
-    from doors_gym import core
-
     return core.state_distance(state, jnp)
 
 
@@ -179,16 +238,32 @@ def _add(
     next_state: DoorsState,
     terminated: jax.Array,
     capacity: int,
+    start: jax.Array,
 ) -> Buffer:
-    """Writes one transition per env at the cursor (a ring)."""
-    index = (buffer.cursor + jnp.arange(action.shape[0])) % capacity
-    put = lambda stored, new: jax.tree.map(lambda field, value: field.at[index].set(value), stored, new)  # noqa: E731
+    """Writes one transition per env from slot ``start``, the buffer's cursor (a ring).
+
+    When the capacity is a multiple of the batch, a batch never wraps around the
+    ring and is written as one slice; otherwise slot by slot.
+    """
+    count = action.shape[0]
+    if capacity % count == 0:
+
+        def write(field: jax.Array, value: jax.Array) -> jax.Array:
+            return jax.lax.dynamic_update_slice_in_dim(field, value.astype(field.dtype), start, axis=0)
+
+    else:
+        index = (start + jnp.arange(count)) % capacity
+
+        def write(field: jax.Array, value: jax.Array) -> jax.Array:
+            return field.at[index].set(value.astype(field.dtype))
+
+    put = lambda stored, new: jax.tree.map(write, stored, new)  # noqa: E731
     return Buffer(
         put(buffer.state, state),
-        buffer.action.at[index].set(action),
-        buffer.reward.at[index].set(reward),
+        write(buffer.action, action),
+        write(buffer.reward, reward),
         put(buffer.next_state, next_state),
-        buffer.terminated.at[index].set(terminated.astype(jnp.float32)),
+        write(buffer.terminated, terminated.astype(jnp.float32)),
         jnp.minimum(buffer.size + action.shape[0], capacity),
         (buffer.cursor + action.shape[0]) % capacity,
     )
@@ -220,160 +295,283 @@ def _track(
     )
 
 
-def rolling_figures(episodes: Episodes) -> dict[str, np.ndarray]:
-    """Per-seed rolling reward, success and normalised return over the ring (NaN while empty)."""
+def rolling_figures(episodes: Episodes) -> list[TrainingFigures]:
+    """Each seed's rolling figures over its ring (NaN while no episode has ended)."""
     count = np.minimum(np.asarray(episodes.count), episodes.returns.shape[-1])
     filled = np.arange(episodes.returns.shape[-1])[None, :] < count[:, None]
     returns, lengths = np.asarray(episodes.returns), np.asarray(episodes.lengths)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return {
+        columns = {
             "rolling_reward": (returns * filled).sum(1) / (lengths * filled).sum(1),
             "train_success_rate": (np.asarray(episodes.success) * filled).sum(1) / count,
             "train_normalised_return": (np.asarray(episodes.normalised) * filled).sum(1) / count,
             "train_episode_return": (returns * filled).sum(1) / count,
             "train_episode_length": (lengths * filled).sum(1) / count,
         }
+    return [TrainingFigures(**{name: float(values[i]) for name, values in columns.items()}) for i in range(len(count))]
 
 
-def seed_actor(network: QNetwork, stacked_params: Any, seed_index: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Greedy actions of one seed's parameters, for host-side evaluation (compiled once per network)."""
-    apply = _greedy_apply(network)
-    own = jax.tree.map(lambda leaf: leaf[seed_index], stacked_params)
-    return lambda obs: np.asarray(apply(own, obs))
+def seed_policy(network: QNetwork, stacked_params: Any, seed_index: int) -> FlaxPolicy:
+    """One seed's greedy policy, from parameters stacked over seeds (for host-side evaluation and files)."""
+    return FlaxPolicy(network, jax.tree.map(lambda leaf: leaf[seed_index], stacked_params))
 
 
-@functools.lru_cache(maxsize=8)
-def _greedy_apply(network: QNetwork) -> Callable[[Any, Any], jax.Array]:
-    return jax.jit(lambda params, obs: network.apply(params, obs).argmax(axis=1))
+class ScanModel:
+    """The trained networks of every seed of a run: ``policy(i)`` is seed ``i``'s; ``act`` is seed 0's."""
+
+    def __init__(self, network: QNetwork, stacked_params: Any) -> None:
+        self.network = network
+        self.params = stacked_params
+
+    def policy(self, seed_index: int) -> FlaxPolicy:
+        """Seed ``seed_index``'s greedy policy."""
+        return seed_policy(self.network, self.params, seed_index)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Greedy actions of the first seed."""
+        return self.policy(0).act(obs)
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """Q-values of the first seed."""
+        return self.policy(0).q_values(obs)
 
 
-def _nanmean(values: np.ndarray) -> float:
-    """Mean over seeds that have figures; NaN (without a warning) before any episode ended."""
-    values = np.asarray(values, dtype=float)
-    finite = values[~np.isnan(values)]
-    return float(finite.mean()) if finite.size else float("nan")
+def seed_devices(requested: int | None, num_seeds: int) -> list[jax.Device]:
+    """The devices seeds spread over: ``requested`` of them, else one per device up to the seeds.
+
+    On a CPU the devices are cores, as many as :func:`doors_gym_baselines.devices.prepare_host_devices`
+    made before JAX started; on a GPU they are the GPUs.
+    """
+    available = jax.local_devices()
+    count = min(len(available), num_seeds) if requested is None else requested
+    if not 1 <= count <= len(available):
+        raise ValueError(
+            f"devices={requested!r} is out of range: expected 1..{len(available)} (this process has "
+            f"{len(available)} {available[0].platform} device(s))"
+        )
+    return available[:count]
 
 
-def _mean_evaluation(evaluations: list[Evaluation]) -> Evaluation:
-    return Evaluation(
-        success_rate=float(np.mean([e.success_rate for e in evaluations])),
-        mean_step_reward=float(np.mean([e.mean_step_reward for e in evaluations])),
-        normalised_return=float(np.mean([e.normalised_return for e in evaluations])),
-        mean_return=float(np.mean([e.mean_return for e in evaluations])),
-        episodes=sum(e.episodes for e in evaluations),
-    )
+class SeedGroup(NamedTuple):
+    """The seeds one device trains: its runner (stacked over its seeds) and its compiled chunk."""
+
+    device: jax.Device
+    seeds: list[int]
+    runner: Runner
+    chunk: Callable[[Runner, jax.Array], tuple[Runner, dict]]
+    compile_seconds: float
+
+
+def split_seeds(seeds: list[int], count: int) -> list[list[int]]:
+    """``seeds`` in ``count`` contiguous groups whose sizes differ by one at most."""
+    size, extra = divmod(len(seeds), count)
+    bounds = np.cumsum([0] + [size + (index < extra) for index in range(count)])
+    return [seeds[bounds[index] : bounds[index + 1]] for index in range(count)]
+
+
+def prepare_group(parts: ScanTrain, device: jax.Device, seeds: list[int]) -> SeedGroup:
+    """Compiles ``init`` and the chunk for ``seeds`` on ``device`` (ahead of time, timed) and inits the runner."""
+    start = time.perf_counter()
+    keys = jax.device_put(jax.vmap(jax.random.key)(jnp.asarray(seeds)), device)
+    runner = jax.jit(jax.vmap(parts.init)).lower(keys).compile()(keys)
+    lowered = jax.jit(jax.vmap(parts.run_chunk, in_axes=(0, None)), donate_argnums=0).lower(runner, jnp.int32(0))
+    chunk = lowered.compile()
+    return SeedGroup(device, seeds, runner, chunk, time.perf_counter() - start)
+
+
+def stack(trees: list[Any]) -> Any:
+    """Pytrees stacked over seeds, from every group, as one pytree on the host."""
+    if len(trees) == 1:
+        return trees[0]
+    return jax.tree.map(lambda *leaves: np.concatenate([np.asarray(leaf) for leaf in leaves]), *trees)
 
 
 def train(config: DQNConfig, trial: Any = None) -> TrainResult:
-    """Trains ``config.num_seeds`` seeds in one compiled ``vmap``; figures are means over seeds.
+    """Trains ``config.run.num_seeds`` seeds in compiled ``vmap``s, one per device; figures are means over seeds.
 
-    ``result.per_seed`` (in ``history[-1]["per_seed"]``) holds each seed's
-    figures; ``result.model`` is ``(QNetwork, params stacked over seeds)``.
+    The seeds split into one group per device of :func:`seed_devices`; every
+    device runs the program a single device would run for its group, and the
+    groups' chunks are dispatched together, so they run at once (and every
+    seed computes exactly what it computes alone: one program partitioned over
+    devices changed the floating-point results). Each row's ``per_seed`` holds
+    each seed's figures; ``result.model`` is a :class:`ScanModel` (the network
+    and parameters stacked over seeds).
     """
     start = time.perf_counter()
-    init, run_chunk, network, iterations_per_chunk = make_train(config)
-    seeds = jnp.arange(config.num_seeds) + config.seed
-    keys = jax.vmap(jax.random.key)(seeds)
-    runner = jax.jit(jax.vmap(init))(keys)
-    chunk = jax.jit(jax.vmap(run_chunk, in_axes=(0, None)), donate_argnums=0)
+    clock = time.perf_counter
+    arm = arm_of(__spec__.name, config.run.env_id)
+    config = arm.configure(config)
+    run = config.run
+    num_envs = config.hyperparameters.num_envs
+    parts = make_train(config)
+    devices = seed_devices(run.devices, run.num_seeds)
+    seeds = [run.seed + index for index in range(run.num_seeds)]
+    # One thread per device: XLA compiles and runs without the GIL, so the devices work at once.
+    pool = concurrent.futures.ThreadPoolExecutor(len(devices))
+    groups = list(pool.map(partial(prepare_group, parts), devices, split_seeds(seeds, len(devices))))
+    compile_seconds = clock() - start
     progress = Progress(
-        config.num_iterations * config.num_envs * config.num_seeds, f"{ARM} x {config.num_seeds} seeds", config.quiet
+        config.num_iterations * num_envs * run.num_seeds, f"{arm.name} x {run.num_seeds} seeds", run.quiet
     )
-    history: list[dict[str, Any]] = []
+    history: list[HistoryRow] = []
     losses: list[float] = []
-    next_eval = config.eval_every or None
-    first = 0
+    first = iterations = 0
+    scanning = 0.0
+
+    def learner_params() -> Any:
+        return stack([group.runner.learner.params for group in groups])
+
+    def evaluate(step: int) -> tuple[Evaluation, HistoryRow]:
+        params = learner_params()
+        evaluations = [
+            evaluate_greedy(seed_policy(parts.network, params, i).act, config.params) for i in range(run.num_seeds)
+        ]
+        training = rolling_figures(stack([group.runner.episodes for group in groups]))
+        row = history_row(step, start, config.epsilon(step), losses, evaluations, training, seeds)
+        return Evaluation.mean(evaluations), row
+
+    schedule = EvaluationSchedule(evaluate, history, trial, config)
     while first < config.num_iterations:
-        runner, metrics = chunk(runner, jnp.int32(first))
+        t0 = clock()  # the groups' chunks are dispatched together, then awaited
+        offset = np.int32(first)  # host data: each group moves it to its own device
+        outputs = list(pool.map(lambda group: jax.block_until_ready(group.chunk(group.runner, offset)), groups))
+        groups = [group._replace(runner=runner) for group, (runner, _) in zip(groups, outputs)]
+        metrics = stack([chunk_metrics for _, chunk_metrics in outputs])
+        scanning += clock() - t0
         learned = np.asarray(metrics["learned"])[0]  # the same iterations learn in every seed
         chunk_losses = np.asarray(metrics["loss"])[:, learned]
         if not np.isfinite(chunk_losses).all():
-            prune(trial, f"non-finite loss before step {(first + iterations_per_chunk) * config.num_envs}")
+            prune(trial, f"non-finite loss before step {(first + parts.iterations_per_chunk) * num_envs}")
         losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
-        done_iterations = min(first + iterations_per_chunk, config.num_iterations)
-        global_step = done_iterations * config.num_envs
-        rolling = rolling_figures(runner.episodes)
+        done_iterations = min(first + parts.iterations_per_chunk, config.num_iterations)
+        iterations += parts.iterations_per_chunk
+        global_step = done_iterations * num_envs
+        rolling = [figures.rolling_reward for figures in rolling_figures(stack([g.runner.episodes for g in groups]))]
         progress.update(
-            (done_iterations - first) * config.num_envs * config.num_seeds,
-            rolling=_nanmean(rolling["rolling_reward"]),
+            (done_iterations - first) * num_envs * run.num_seeds,
+            rolling=float(np.nanmean(rolling)) if not np.isnan(rolling).all() else float("nan"),
             eps=float(np.asarray(metrics["epsilon"])[0, -1]),
         )
-        first += iterations_per_chunk
-        if next_eval is not None and global_step >= next_eval and first < config.num_iterations:
-            next_eval += config.eval_every
-            row = _history_row(network, runner, config, global_step, start, losses)
-            history.append(row)
-            report(trial, row)
-            if config.stop_when_solved and all(is_solved(seed) for seed in row["per_seed"]):
-                break
-    jax.block_until_ready(runner)
+        first += parts.iterations_per_chunk
+        if schedule.should_stop(global_step, more_to_come=first < config.num_iterations):
+            break
     progress.close()
-    row = _history_row(network, runner, config, global_step, start, losses)
-    history.append(row)
-    return TrainResult(
-        arm=ARM,
-        config=config,
-        evaluation=row["evaluation"],
-        rolling_reward=row["rolling_reward"],
-        wall_seconds=time.perf_counter() - start,
-        env_steps=global_step * config.num_seeds,
-        updates=int(np.asarray(runner.updates).sum()),
-        history=history,
-        model=(network, runner.learner.params),
+    last = schedule.final(global_step)
+    updates = sum(int(np.asarray(group.runner.updates).sum()) for group in groups)
+    wall_seconds = clock() - start  # the profile below is not part of the training
+    phases = {"compile": compile_seconds, "evaluation": schedule.seconds}
+    method = "the scan's time, split as its compiled pieces take it when run apart"
+    model = ScanModel(parts.network, learner_params())
+    if run.profile:
+        largest = max(groups, key=lambda group: len(group.seeds))
+        per_seed_updates = updates // run.num_seeds
+        phases.update(split_scan_time(parts, largest.runner, scanning, iterations, per_seed_updates))
+    else:
+        method = "profile off: the scan's time is in other"
+    facts = {
+        "jax_version": jax.__version__,
+        "devices": [str(group.device) for group in groups],
+        "seeds_per_device": [len(group.seeds) for group in groups],
+    }
+    return finish(
+        arm,
+        config,
+        start,
+        history,
+        last,
+        phases=phases,
+        method=method,
+        wall_seconds=wall_seconds,
+        env_steps=global_step * run.num_seeds,
+        updates=updates,
+        model=model,
         losses=losses,
+        facts=facts,
     )
 
 
-def _history_row(
-    network: QNetwork, runner: Runner, config: DQNConfig, step: int, start: float, losses: list[float]
-) -> dict[str, Any]:
-    evaluations = [
-        evaluate_greedy(seed_actor(network, runner.learner.params, i), config.params) for i in range(config.num_seeds)
-    ]
-    rolling = rolling_figures(runner.episodes)
-    evaluation = _mean_evaluation(evaluations)
-    seconds = time.perf_counter() - start
-    per_seed = [
-        {
-            "seed": config.seed + i,
-            "greedy_success_rate": e.success_rate,
-            "greedy_step_reward": e.mean_step_reward,
-            "greedy_normalised_return": e.normalised_return,
-            "rolling_reward": float(rolling["rolling_reward"][i]),
-        }
-        for i, e in enumerate(evaluations)
-    ]
-    return {
-        "step": step,
-        "seconds": seconds,
-        "sps": step * config.num_seeds / seconds,
-        "epsilon": config.epsilon(step),
-        "greedy_success_rate": evaluation.success_rate,
-        "greedy_step_reward": evaluation.mean_step_reward,
-        "greedy_normalised_return": evaluation.normalised_return,
-        "loss": float(np.mean(losses[-100:])) if losses else float("nan"),
-        "rolling_reward": _nanmean(rolling["rolling_reward"]),
-        "train_success_rate": _nanmean(rolling["train_success_rate"]),
-        "train_normalised_return": _nanmean(rolling["train_normalised_return"]),
-        "train_episode_return": _nanmean(rolling["train_episode_return"]),
-        "train_episode_length": _nanmean(rolling["train_episode_length"]),
-        "evaluation": evaluation,
-        "per_seed": per_seed,
+PROFILE_CALLS = 30
+"""Timed calls of each piece in :func:`split_scan_time` (after one that compiles)."""
+
+
+def split_scan_time(
+    parts: ScanTrain, runner: Runner, seconds: float, iterations: int, updates: int
+) -> dict[str, float]:
+    """Splits ``seconds`` of scanning into phases by timing the scan's pieces apart on a trained runner.
+
+    Each piece is jitted and vmapped over the runner's seeds on its device as
+    the scan vmaps it (the iteration index unbatched), called once to compile,
+    then :data:`PROFILE_CALLS` times (median); the pieces that update the buffer
+    or the learner take their own output back in, donated, so they write in
+    place as inside the scan. The iterations times each per-iteration piece and
+    the updates times the update pieces predict the scan's time (the groups of
+    several devices run at once: the largest one's runner stands for all); the
+    phases are the predictions, scaled down to ``seconds`` when the fused scan is
+    faster than its parts run apart, and what the parts leave of ``seconds`` (the
+    loop and episode bookkeeping) is ``other``.
+    """
+    pieces = parts.pieces
+    runner = jax.tree.map(jnp.copy, runner)  # the pieces below consume it
+    index = jnp.int32(0)
+    keys = jax.vmap(jax.random.split)(runner.key)
+
+    def timed(function: Callable, args: tuple, in_axes: Any = 0, chain: Callable | None = None) -> float:
+        """Seconds per call; ``chain(args, output)`` gives the next call's args (donating the first)."""
+        jitted = jax.jit(jax.vmap(function, in_axes=in_axes), donate_argnums=(0,) if chain else ())
+        compiled = jitted.lower(*args).compile()
+        output = jax.block_until_ready(compiled(*args))
+        durations = []
+        for _ in range(PROFILE_CALLS):
+            args = chain(args, output) if chain else args
+            begin = time.perf_counter()
+            output = jax.block_until_ready(compiled(*args))
+            durations.append(time.perf_counter() - begin)
+        return float(np.median(durations))
+
+    selecting = (pieces.select_actions, (runner, index, keys[:, 0], keys[:, 1]), (0, None, 0, 0))
+    actions = jax.vmap(selecting[0], in_axes=selecting[2])(*selecting[1])
+    stepped = jax.vmap(pieces.env_step)(runner, actions, keys[:, 0])
+    transition = (runner.env_state, actions, stepped[2], stepped[5]["final_state"], stepped[3], index)
+    per_iteration = {
+        "action_selection": timed(selecting[0], selecting[1], selecting[2]),
+        "env_step": timed(pieces.env_step, (runner, actions, keys[:, 0])),
     }
+    per_update = {"replay_buffer": timed(pieces.sample, (runner.buffer, keys[:, 1]))}
+    per_iteration["replay_buffer"] = timed(
+        pieces.store,
+        (jax.tree.map(jnp.copy, runner.buffer), *transition),
+        (0, 0, 0, 0, 0, 0, None),
+        chain=lambda args, output: (output, *args[1:]),
+    )
+    learning = timed(
+        lambda run, key: pieces.learn(run, pieces.sample(run.buffer, key)),
+        (runner, keys[:, 1]),  # donated last: it holds the arrays above
+        chain=lambda args, output: (output[0], args[1]),
+    )
+    per_update["update"] = max(0.0, learning - per_update["replay_buffer"])
+    predicted = {name: cost * iterations for name, cost in per_iteration.items()}
+    for name, cost in per_update.items():
+        predicted[name] = predicted.get(name, 0.0) + cost * updates
+    scale = min(1.0, seconds / sum(predicted.values())) if predicted else 0.0
+    return {name: value * scale for name, value in predicted.items()}
 
 
 def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
-    """Writes one seed's parameters in the format of ``dqn_flax.save_model`` (``enjoy`` reads both)."""
-    network, stacked = result.model
-    one_seed = jax.tree.map(lambda leaf: leaf[seed_index], stacked)
-    save_flax_model(TrainResult(**{**result.__dict__, "model": (network, one_seed)}), path)
+    """Writes one seed's parameters in the Flax model format (``dqn_flax.load_model`` and ``enjoy`` read it)."""
+    num_seeds = result.config.run.num_seeds
+    if not 0 <= seed_index < num_seeds:
+        raise ValueError(f"seed_index={seed_index} is out of range: expected 0..{num_seeds - 1}")
+    result.model.policy(seed_index).save(path, result.arm, result.config)
 
 
-__all__ = ["load_model", "make_train", "save_model", "train"]
+__all__ = ["ScanModel", "load_model", "make_train", "save_model", "train"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli(train, ARM, argv)
+    """``python -m baselines.dqn_flax_scan``: ``doors-gym train`` for this file's arm."""
+    from .cli import train_main
+
+    return train_main(__spec__.name, argv)
 
 
 if __name__ == "__main__":

@@ -1,67 +1,80 @@
-"""Load a trained DQN model and watch its greedy episodes in a window or as an .mp4/.gif.
+"""Load a trained DQN model of any arm and watch its greedy episodes in a window or as an .mp4/.gif.
 
-``python -m baselines.enjoy MODEL --episodes 3 --out greedy.mp4`` or ``doors-gym enjoy MODEL``.
-A ``.pt`` file is a torch model (``dqn_torch.save_model``); anything else is a
-Flax msgpack file (``dqn_flax.save_model`` / ``dqn_flax_scan.save_model``).
+``doors-gym enjoy MODEL --episodes 3 --out greedy.mp4``. ``MODEL`` is a file
+(its format recognised by its content, a torch archive or a Flax msgpack map,
+never by its name) or an MLflow model: ``runs:/<run id>/model`` or
+``models:/doors-<arm>@champion``.
 """
 
 from __future__ import annotations
 
-import argparse
 import pathlib
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import rendering
 
-from .common import DQNConfig
+from . import tracking
+from .arms import load_model
+from .config import DQNConfig
+
+URI_SCHEMES = ("runs:/", "models:/")
 
 
-def load_policy(path: str | pathlib.Path) -> tuple[Callable[[np.ndarray], int], DQNConfig]:
-    """``(policy(obs) -> greedy action, config)`` from a saved model file."""
-    path = pathlib.Path(path)
-    if not path.is_file():
-        raise ValueError(f"model file {str(path)!r} does not exist")
-    if path.suffix == ".pt":
-        import torch
+def load_policy(
+    path: str | pathlib.Path, tracking_uri: str | None = None
+) -> tuple[Callable[[np.ndarray], int], DQNConfig]:
+    """``(policy(obs) -> greedy action, config)`` from a model file of any arm, or an MLflow model URI.
 
-        from .dqn_torch import load_model
+    ``runs:/<run id>/model`` and ``models:/doors-<arm>@champion`` are read from the
+    tracking store at ``tracking_uri`` (default: ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``).
+    """
+    text = str(path)
+    if text.startswith(URI_SCHEMES):
+        import mlflow
 
-        network, config = load_model(str(path))
+        from .serving import download_model_file
 
-        @torch.no_grad()
-        def policy(obs: np.ndarray) -> int:
-            return int(network(torch.as_tensor(np.asarray(obs)[None])).argmax(dim=1)[0])
-
-        return policy, config
-    import jax
-
-    from .dqn_flax import load_model as load_flax_model
-
-    network, params, config = load_flax_model(str(path))
-    apply = jax.jit(lambda obs: network.apply(params, obs[None]).argmax(axis=1)[0])
-    return (lambda obs: int(apply(np.asarray(obs)))), config
+        mlflow.set_tracking_uri(tracking.tracking_uri(tracking_uri))
+        with tempfile.TemporaryDirectory() as folder:
+            arm, model, config = load_model(download_model_file(text, folder))
+    else:
+        arm, model, config = load_model(path)
+    return (lambda obs: int(arm.act(model, np.asarray(obs)[None])[0])), config
 
 
 def enjoy(
-    path: str | pathlib.Path, episodes: int = 1, out: str | pathlib.Path | None = None, seed: int = 0, fps: int = 8
-) -> dict[str, float]:
+    path: str | pathlib.Path,
+    episodes: int = 1,
+    out: str | pathlib.Path | None = None,
+    seed: int = 0,
+    fps: int = 8,
+    cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
+    tracking_uri: str | None = None,
+) -> dict[str, Any]:
     """Plays ``episodes`` greedy episodes; writes a video to ``out`` or shows a window when ``out`` is None.
 
-    Returns the success rate and mean return of the episodes played.
+    Returns the success rate and mean return of the episodes played, and the frames written.
     """
     if out is not None and pathlib.Path(out).suffix.lower() not in rendering.VIDEO_SUFFIXES:
         raise ValueError(f"out={str(out)!r} has suffix {pathlib.Path(out).suffix!r}: expected .mp4 or .gif")
-    policy, config = load_policy(path)
+    policy, config = load_policy(path, tracking_uri)
+    run = config.run
     env = gym.make(
         "Doors-v0",
-        grid_size=tuple(config.grid_size),
-        n_doors=config.n_doors,
-        max_episode_steps=config.max_episode_steps,
+        grid_size=tuple(run.grid_size),
+        n_doors=run.n_doors,
+        door_cols=run.door_cols,
+        max_episode_steps=run.max_episode_steps,
         render_mode="human" if out is None else "rgb_array",
+        cell_pixels=cell_pixels,
     )
+    env.unwrapped.metadata = {**env.unwrapped.metadata, "render_fps": fps}
     frames, returns, successes = [], [], 0
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
@@ -81,30 +94,9 @@ def enjoy(
     return {"success_rate": successes / episodes, "mean_return": float(np.mean(returns)), "frames": len(frames)}
 
 
-def describe(figures: dict[str, float], episodes: int, out: str | pathlib.Path | None) -> str:
+def describe(figures: dict[str, Any], episodes: int, out: str | pathlib.Path | None) -> str:
     """What ``enjoy`` printed: success, mean return and the file written."""
     text = (
         f"{episodes} greedy episode(s): success {figures['success_rate']:.2f}, mean return {figures['mean_return']:.3f}"
     )
     return text + (f"\nwrote {figures['frames']} frames to {out}" if out else "")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.enjoy", description=__doc__.splitlines()[0])
-    parser.add_argument("model", help="a .pt (torch) or .msgpack (Flax) file written by --save")
-    parser.add_argument("--episodes", type=int, default=3)
-    parser.add_argument("--out", default=None, help="write an .mp4 or .gif instead of opening a window")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.episodes < 1:
-        parser.error(f"--episodes {args.episodes} is out of range: expected >= 1")
-    try:
-        figures = enjoy(args.model, args.episodes, args.out, args.seed)
-    except ValueError as error:
-        parser.error(str(error))
-    print(describe(figures, args.episodes, args.out))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

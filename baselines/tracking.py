@@ -9,6 +9,7 @@ opens. Nothing needs a server.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import math
@@ -17,15 +18,15 @@ import pathlib
 import subprocess
 import tempfile
 import time
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-import numpy as np
 
 import doors_gym
 
-from .common import TrainResult
+from .arms import Arm
+from .config import field
+from .metrics import HistoryRow, TrainResult
 
 # MLflow's usage telemetry would try the network on every run; nothing here may.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -33,26 +34,40 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 T = TypeVar("T")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
-HISTORY_METRICS = (
-    "greedy_success_rate",
-    "greedy_step_reward",
-    "greedy_normalised_return",
-    "rolling_reward",
-    "train_success_rate",
-    "train_normalised_return",
-    "train_episode_return",
-    "train_episode_length",
-    "loss",
-    "epsilon",
-    "sps",
-    "seconds",
-)
-"""History-row figures logged as MLflow metrics, with ``step=`` the env step of the row."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackOptions:
+    """Whether and where ``doors-gym train`` tracks its run (the ``--track`` flags)."""
+
+    track: bool = field(False, "track the run in MLflow: its params, learning curve, timings and model")
+    tracking_uri: str | None = field(
+        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {DEFAULT_TRACKING_URI})"
+    )
+    experiment: str = field("doors-gym-train", "MLflow experiment")
 
 
 def tracking_uri(cli_value: str | None = None) -> str:
     """``cli_value``, else ``$MLFLOW_TRACKING_URI``, else :data:`DEFAULT_TRACKING_URI`."""
     return cli_value or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def sqlite_path(url: str) -> pathlib.Path | None:
+    """The database file of a ``sqlite:///`` URL (None for other URLs and in-memory databases)."""
+    if not url.startswith("sqlite:///") or url.startswith("sqlite:///:memory:"):
+        return None
+    return pathlib.Path(url[len("sqlite:///") :].split("?")[0])
+
+
+def artifact_location(url: str) -> str | None:
+    """Where a new experiment keeps its artifacts: ``mlruns/`` beside a SQLite store, the server's choice otherwise.
+
+    MLflow's own default for a SQLite store is ``./mlruns`` in the working
+    directory, wherever the database is; beside the database, a store and its
+    artifacts stay together (for the default store both are the same place).
+    """
+    database = sqlite_path(url)
+    return None if database is None else (database.resolve().parent / "mlruns").as_uri()
 
 
 @contextlib.contextmanager
@@ -67,10 +82,10 @@ def sqlite_lock(url: str) -> Iterator[None]:
         import fcntl
     except ImportError:  # Windows
         fcntl = None
-    if fcntl is None or not url.startswith("sqlite:///") or url.startswith("sqlite:///:memory:"):
+    database = sqlite_path(url)
+    if fcntl is None or database is None:
         yield
         return
-    database = pathlib.Path(url[len("sqlite:///") :].split("?")[0])
     if not database.parent.is_dir():
         yield  # the store reports the bad path itself
         return
@@ -104,7 +119,9 @@ def _experiment_id(mlflow: Any, experiment: str) -> str:
 
     def find_or_create() -> str:
         found = client.get_experiment_by_name(experiment)
-        return found.experiment_id if found is not None else client.create_experiment(experiment)
+        if found is not None:
+            return found.experiment_id
+        return client.create_experiment(experiment, artifact_location=artifact_location(mlflow.get_tracking_uri()))
 
     experiment_id = retry_creation_race(find_or_create)
     mlflow.set_experiment(experiment_id=experiment_id)
@@ -147,36 +164,25 @@ def git_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def run_tags(arm: str, env_id: str, **extra: str) -> dict[str, str]:
-    """The tags every run carries: arm, framework, env id, package version and git commit."""
-    framework = "torch" if arm.startswith("torch") else "flax"
+def run_tags(arm: Arm, **extra: str) -> dict[str, str]:
+    """The tags every run carries: arm, framework, what it steps, package version and git commit."""
     return {
-        "arm": arm,
-        "framework": framework,
-        "env_id": env_id,
+        "arm": arm.name,
+        "framework": arm.framework,
+        "env_id": arm.env_label,
         "doors_gym.version": doors_gym.__version__,
         "git_commit": git_commit(),
         **extra,
     }
 
 
-def finite_metrics(figures: Mapping[str, Any], keys: tuple[str, ...] = HISTORY_METRICS) -> dict[str, float]:
-    """The finite numbers among ``figures[keys]`` (MLflow has no use for NaN before the first episode)."""
-    out = {}
-    for key in keys:
-        value = figures.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            out[key] = float(value)
-    return out
-
-
-def log_history_row(figures: Mapping[str, Any], prefix: str = "") -> None:
-    """Logs one history row to the active run with ``step=`` its env step."""
+def log_history_row(row: HistoryRow, prefix: str = "") -> None:
+    """Logs one learning-curve row to the active run with ``step=`` its env step (NaN left out)."""
     import mlflow
 
-    metrics = {prefix + key: value for key, value in finite_metrics(figures).items()}
+    metrics = {prefix + key: value for key, value in row.metrics().items()}
     if metrics:
-        mlflow.log_metrics(metrics, step=int(figures["step"]))
+        mlflow.log_metrics(metrics, step=int(row.step))
 
 
 def log_result(result: TrainResult, *, log_history: bool = True) -> None:
@@ -193,65 +199,60 @@ def log_result(result: TrainResult, *, log_history: bool = True) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool)
     }
     finals["final_solved"] = float(result.solved)
+    finals.update({f"seconds_{name}": value for name, value in result.timings.as_dict().items()})
+    if math.isfinite(result.ms_per_update):
+        finals["ms_per_update"] = result.ms_per_update
     # Steps are env steps of one seed, as in the history (a vmapped run's env_steps counts every seed).
-    mlflow.log_metrics(finals, step=int(result.history[-1]["step"]))
+    mlflow.log_metrics(finals, step=int(result.history[-1].step))
+    mlflow.set_tags({f"fact.{key}": str(value) for key, value in result.facts.items()})
+    mlflow.set_tag("timings.method", result.timings.method)
 
 
 def config_params(config: Any) -> dict[str, str]:
-    """A config dataclass as MLflow params (strings; lists as JSON)."""
+    """A config's fields as MLflow params by name (strings; tuples as JSON lists)."""
     return {
-        key: json.dumps(value) if isinstance(value, list) else str(value) for key, value in config.to_dict().items()
+        key: json.dumps(list(value)) if isinstance(value, tuple) else str(value) for key, value in config.flat().items()
     }
 
 
-def log_model(result: TrainResult) -> str:
-    """Logs the trained model of ``result`` to the active run; returns its artifact path.
+def log_model(result: TrainResult, seed_index: int = 0) -> str:
+    """Logs one seed's trained agent of ``result`` to the active run as the pyfunc model ``model``; returns its URI.
 
-    torch: ``mlflow.pytorch.log_model`` (load it back with
-    ``mlflow.pytorch.load_model(f"runs:/{run_id}/model")``). Flax: the params
-    in ``dqn_flax.save_model``'s msgpack format as ``model/model.msgpack``
-    (load it back with :func:`load_flax_model`).
+    See :mod:`doors_gym_baselines.serving`: ``mlflow.pyfunc.load_model(uri)`` loads
+    it for every arm; torch arms also keep their native flavour (``torch-model``).
+    """
+    from .serving import log_policy
+
+    return log_policy(result, seed_index)
+
+
+def track_training(arm: Arm, config: Any, options: TrackOptions, train: Callable[[], TrainResult]) -> Any:
+    """Runs ``train()`` inside an MLflow run (params, tags, curve, finals, timings, model); returns its result.
+
+    The result gains ``run_id`` and ``model_uri`` in its facts.
     """
     import mlflow
 
-    if result.arm == "torch":
-        import mlflow.pytorch
+    with quiet_mlflow():
+        connect(options.tracking_uri, options.experiment)
+        tags = run_tags(arm, seeds=",".join(str(config.run.seed + i) for i in range(config.run.num_seeds)))
+        with mlflow.start_run(run_name=f"{arm.name}-seed{config.run.seed}", tags=tags) as run:
+            mlflow.log_params(config_params(config))
+            result = train()
+            log_result(result)
+            model_uri = log_model(result)
+    result.facts.update(run_id=run.info.run_id, model_uri=model_uri)
+    return result
 
-        from doors_gym import core
 
-        from .common import all_start_states
-
-        params = result.config.params
-        example = np.asarray(core.observation(params, all_start_states(params)))[:2]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # pt2 (torch.export) traces forward on the example; the batch size stays dynamic.
-            mlflow.pytorch.log_model(
-                result.model,
-                name="model",
-                input_example=example,
-                serialization_format="pt2",
-                pip_requirements=[f"doors-gym=={doors_gym.__version__}", "torch"],
-            )
-        return "model"
-    from . import dqn_flax, dqn_flax_scan
+def load_run_model(run_id: str) -> tuple[Any, Any]:
+    """``(model, config)`` of a run's model, whatever the arm; ``model.act(obs)`` acts greedily."""
+    from .arms import load_model
+    from .serving import MODEL_PATH, download_model_file
 
     with tempfile.TemporaryDirectory() as folder:
-        path = pathlib.Path(folder) / "model.msgpack"
-        (dqn_flax_scan if result.arm == "flax-scan" else dqn_flax).save_model(result, str(path))
-        mlflow.log_artifact(str(path), artifact_path="model")
-    return "model/model.msgpack"
-
-
-def load_flax_model(run_id: str) -> tuple[Any, Any, Any]:
-    """``(QNetwork, params, DQNConfig)`` of a Flax run's ``model/model.msgpack`` artifact."""
-    import mlflow
-
-    from . import dqn_flax
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="model/model.msgpack", dst_path=folder)
-        return dqn_flax.load_model(path)
+        _, model, config = load_model(download_model_file(f"runs:/{run_id}/{MODEL_PATH}", folder))
+    return model, config
 
 
 @contextlib.contextmanager

@@ -24,7 +24,6 @@ the parent.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -37,8 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from . import tracking
-from .common import ARMS, DQNConfig, check_at_least, get_arm, learning_score, load_arm_module
+from . import report, tracking
+from .arms import ARMS, get_arm
+from .config import DQNConfig, Hyperparameters, RunSettings, check_at_least, field
+from .metrics import HistoryRow
+from .search import hyperparameters_from_params, learning_score, suggest_hyperparameters
 
 DEFAULT_STORAGE = "sqlite:///optuna.db"
 DEFAULT_EXPERIMENT = "doors-gym-tune"
@@ -52,37 +54,10 @@ STUDY_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 FINISHED = ("COMPLETE", "PRUNED")
 
 
-def suggest_config(trial: Any, base: DQNConfig) -> DQNConfig:
-    """Samples the search space into ``base``, in well-conditioned coordinates.
-
-    Log learning rate, ``1 - gamma`` on a log scale, powers of two for batch,
-    buffer and widths, log target update period and learning starts. Works with
-    an ``optuna.trial.FixedTrial`` too, which turns a study's best params back
-    into a config.
-    """
-    one_minus_gamma = trial.suggest_float("one_minus_gamma", 0.005, 0.2, log=True)
-    depth = trial.suggest_int("depth", 1, 3)
-    width = 2 ** trial.suggest_int("log2_width", 5, 8)
-    return dataclasses.replace(
-        base,
-        learning_rate=trial.suggest_float("learning_rate", 3e-5, 1e-2, log=True),
-        optimizer=trial.suggest_categorical("optimizer", ["adam", "sgd"]),
-        gamma=round(1.0 - one_minus_gamma, 6),
-        batch_size=2 ** trial.suggest_int("log2_batch_size", 5, 8),
-        buffer_size=2 ** trial.suggest_int("log2_buffer_size", 13, 17),
-        train_frequency=trial.suggest_int("train_frequency", 1, 4),
-        target_update=trial.suggest_int("target_update", 25, 1000, log=True),
-        learning_starts=trial.suggest_int("learning_starts", 500, 10_000, log=True),
-        exploration_fraction=trial.suggest_float("exploration_fraction", 0.05, 0.5),
-        hidden_sizes=(width,) * depth,
-    )
-
-
-def config_from_params(params: dict[str, Any], base: DQNConfig) -> DQNConfig:
-    """The config a trial with these sampled ``params`` trained (e.g. a study's ``best_params``)."""
-    import optuna
-
-    return suggest_config(optuna.trial.FixedTrial(params), base)
+TUNING_RUN = RunSettings(total_steps=DEFAULT_TOTAL_STEPS, eval_every=DEFAULT_EVAL_EVERY, seed=TUNING_SEED, quiet=True)
+"""The run settings of every trial unless told otherwise (``doors-gym tune`` flags)."""
+TRIAL_RUN_FIELDS_OFF_THE_CLI = ("num_seeds", "stop_when_solved", "quiet", "profile", "devices")
+"""Run settings a trial fixes: one seed, the whole budget, no progress bar."""
 
 
 class TrackedTrial:
@@ -96,11 +71,11 @@ class TrackedTrial:
 
     def __init__(self, trial: Any) -> None:
         self.trial = trial
-        self.history: list[dict[str, Any]] = []
+        self.history: list[HistoryRow] = []
 
-    def observe(self, figures: dict[str, Any]) -> float:
-        tracking.log_history_row(figures)
-        self.history.append(figures)
+    def observe(self, row: HistoryRow) -> float:
+        tracking.log_history_row(row)
+        self.history.append(row)
         return learning_score(self.history)
 
     def report(self, value: float, step: int) -> None:
@@ -229,18 +204,17 @@ def mark_killed_runs(study: Any) -> int:
 
 
 def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, worker: int = 0) -> Any:
-    """The objective: sample a config, train the arm in-process in a nested MLflow run, return its score."""
+    """The objective: sample hyperparameters, train the arm in-process in a nested MLflow run, return its score."""
     import mlflow
     import optuna
 
     arm = get_arm(arm_name)
-    module = load_arm_module(arm)
+    arm.module()  # a missing framework fails before the first trial, naming its extra
 
     def objective(trial: optuna.Trial) -> float:
-        config = suggest_config(trial, base)
+        config = dataclasses.replace(base, hyperparameters=suggest_hyperparameters(trial, base.hyperparameters))
         tags = tracking.run_tags(
-            arm.name,
-            arm.env_label,
+            arm,
             **{
                 "optuna.study": trial.study.study_name,
                 "optuna.trial": str(trial.number),
@@ -256,11 +230,11 @@ def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, work
         tracked = TrackedTrial(trial)
         status = "FAILED"
         try:
-            result = module.train(config, tracked)
+            result = arm.train(config, tracked)
             tracking.log_history_row(result.history[-1])
             tracking.log_result(result, log_history=False)
             score = learning_score(result.history)
-            mlflow.log_metric("score", score, step=int(result.history[-1]["step"]))
+            mlflow.log_metric("score", score, step=int(result.history[-1].step))
             trial.set_user_attr("wall_seconds", round(result.wall_seconds, 2))
             trial.set_user_attr("solved", bool(result.solved))
             if log_models:
@@ -282,98 +256,37 @@ def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, work
     return objective
 
 
-PLOTS = ("optimization_history", "param_importances", "contour")
-
-
-def log_study_summary(study: Any) -> list[str]:
-    """Logs the Optuna plots (HTML and PNG), best params and value on the active (parent) run.
-
-    Returns the artifact paths written. A plot that cannot be drawn yet (too
-    few complete trials) is replaced by a ``.txt`` artifact saying why.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import mlflow
-    import optuna
-    import optuna.visualization as plotly_plots
-    import optuna.visualization.matplotlib as matplotlib_plots
-
-    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    written = []
-    if complete:
-        best = study.best_trial
-        mlflow.log_metrics(
-            {"best_value": best.value, "finished_trials": float(len(finished_trials(study)))},
-            step=len(study.trials),
-        )
-        mlflow.set_tags({f"best.{key}": str(value) for key, value in best.params.items()})
-        mlflow.set_tag("best.trial", str(best.number))
-        mlflow.set_tag("best.mlflow_run_id", best.user_attrs.get("mlflow_run_id", ""))
-        mlflow.log_dict(
-            {"trial": best.number, "value": best.value, "params": best.params, "user_attrs": best.user_attrs},
-            "best_params.json",
-        )
-        written.append("best_params.json")
-    contour_params = None
-    if len(complete) >= 2:
-        try:
-            importances = optuna.importance.get_param_importances(study)
-            contour_params = list(importances)[:3] if len(importances) >= 2 else None
-        except (RuntimeError, ValueError):
-            contour_params = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name in PLOTS:
-            kwargs = {"params": contour_params} if name == "contour" and contour_params else {}
-            try:
-                if name == "contour" and not contour_params:
-                    raise ValueError("a contour needs two complete trials and two varying params")
-                figure = getattr(plotly_plots, f"plot_{name}")(study, **kwargs)
-                html = figure.to_html(include_plotlyjs=True, full_html=True)
-                mlflow.log_text(html, f"plots/{name}.html")
-                axes = getattr(matplotlib_plots, f"plot_{name}")(study, **kwargs)
-                mpl_figure = np.asarray(axes).flat[0].figure
-                if name == "contour":  # Optuna places the colour bar itself; tight_layout would cover the plots
-                    mpl_figure.set_size_inches(13, 11)
-                else:
-                    mpl_figure.set_size_inches(11, 6)
-                    mpl_figure.tight_layout()
-                mlflow.log_figure(mpl_figure, f"plots/{name}.png")
-                plt.close(mpl_figure)
-                written += [f"plots/{name}.html", f"plots/{name}.png"]
-            except (ValueError, RuntimeError, ZeroDivisionError) as error:
-                mlflow.log_text(f"{name} not drawn: {error}\n", f"plots/{name}.txt")
-                written.append(f"plots/{name}.txt")
-    return written
-
-
 @dataclasses.dataclass(frozen=True)
 class TuneOptions:
-    """Settings of one tuning worker (the ``doors-gym tune`` flags)."""
+    """Settings of one tuning worker: the study, its storage and its tracking (the ``doors-gym tune`` flags).
 
-    arm: str
-    n_trials: int = 20
-    timeout: float | None = None
-    seed: int = TUNING_SEED
-    worker: int = 0
-    storage: str = DEFAULT_STORAGE
-    study_name: str | None = None
-    tracking_uri: str | None = None
-    experiment: str = DEFAULT_EXPERIMENT
-    total_steps: int = DEFAULT_TOTAL_STEPS
-    eval_every: int = DEFAULT_EVAL_EVERY
-    log_models: bool = True
-    heartbeat_interval: int = HEARTBEAT_INTERVAL
-    grace_period: int = GRACE_PERIOD
+    The trials' own run settings (budget, evaluation cadence, seed, layout) are a
+    :class:`~doors_gym_baselines.config.RunSettings`; ``--seed`` also seeds the sampler.
+    """
+
+    arm: str = field("flax-scan", "which arm to tune", choices=tuple(ARMS), cli=False)
+    n_trials: int = field(20, "finished (complete or pruned) trials the study should end with")
+    timeout: float | None = field(None, "stop starting trials after this many seconds")
+    worker: int = field(0, "this worker's index when several share a study (keeps their samplers apart)")
+    storage: str = field(
+        DEFAULT_STORAGE, "Optuna RDB storage, any SQLAlchemy URL (PostgreSQL for workers on many hosts)"
+    )
+    study_name: str | None = field(None, "the study (default: dqn-<arm>)")
+    tracking_uri: str | None = field(
+        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
+    )
+    experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
+    models: bool = field(True, "log each trial's trained model to MLflow")
+    heartbeat_interval: int = field(HEARTBEAT_INTERVAL, "seconds between a running trial's heartbeats")
+    grace_period: int = field(
+        GRACE_PERIOD, "seconds without a heartbeat after which a running trial counts as failed (its worker died)"
+    )
 
     def __post_init__(self) -> None:
         get_arm(self.arm)
-        for name in ("n_trials", "total_steps", "eval_every", "heartbeat_interval", "grace_period"):
+        for name in ("n_trials", "heartbeat_interval", "grace_period"):
             check_at_least(name, getattr(self, name), 1)
-        for name in ("seed", "worker"):
-            check_at_least(name, getattr(self, name), 0)
+        check_at_least("worker", self.worker, 0)
         if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
             raise ValueError(f"timeout={self.timeout!r} is out of range: expected a number of seconds > 0")
         if not STUDY_NAME_PATTERN.match(self.resolved_study_name):
@@ -381,54 +294,58 @@ class TuneOptions:
                 f"study_name={self.resolved_study_name!r} is invalid: "
                 "expected 1-128 letters, digits, '_', '.', ':', '-'"
             )
-        if self.eval_every > self.total_steps:
-            raise ValueError(
-                f"eval_every={self.eval_every} exceeds total_steps={self.total_steps}: "
-                "expected eval_every <= total_steps"
-            )
 
     @property
     def resolved_study_name(self) -> str:
         return self.study_name or f"dqn-{self.arm}"
 
 
-def tune(options: TuneOptions, base: DQNConfig | None = None) -> Any:
-    """Runs one worker of the study until it has ``n_trials`` finished trials (or ``timeout``); returns the study."""
+def check_trial_run(run: RunSettings) -> RunSettings:
+    """The run settings of every trial: one seed, no progress bar, no phase profile.
+
+    Hyperband needs ``eval_every <= total_steps``.
+    """
+    if run.eval_every > run.total_steps or run.eval_every < 1:
+        raise ValueError(
+            f"eval_every={run.eval_every} exceeds total_steps={run.total_steps}: "
+            "expected 1 <= eval_every <= total_steps (the pruner's first rung)"
+        )
+    return dataclasses.replace(run, num_seeds=1, stop_when_solved=False, quiet=True, profile=False)
+
+
+def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparameters | None = None) -> Any:
+    """Runs one worker of the study until it has ``n_trials`` finished trials (or ``timeout``); returns the study.
+
+    Args:
+        options: the study, storage and tracking settings.
+        run: every trial's run settings (``run.seed`` also seeds the sampler).
+        base: the hyperparameters the search space does not set.
+    """
     import mlflow
     import optuna
 
     arm = get_arm(options.arm)
-    base = dataclasses.replace(
-        base or DQNConfig(),
-        env_id=arm.env_id,
-        total_steps=options.total_steps,
-        eval_every=options.eval_every,
-        seed=options.seed,
-        num_seeds=1,
-        stop_when_solved=False,
-        quiet=True,
-    )
+    run = check_trial_run(run)
+    base_config = arm.configure(DQNConfig(base or Hyperparameters(), run))
     storage = open_storage(options.storage, options.heartbeat_interval, options.grace_period)
     study_name = options.resolved_study_name
-    study = create_study(
-        arm.name, storage, study_name, options.seed, options.worker, options.total_steps, options.eval_every
-    )
+    study = create_study(arm.name, storage, study_name, run.seed, options.worker, run.total_steps, run.eval_every)
     with tracking.quiet_mlflow():
         experiment_id = tracking.connect(options.tracking_uri, options.experiment)
         with tracking.sqlite_lock(tracking.tracking_uri(options.tracking_uri)):
             parent = parent_run_id(
                 experiment_id,
                 study_name,
-                tracking.run_tags(arm.name, arm.env_id),
+                tracking.run_tags(arm),
                 {
                     "arm": arm.name,
                     "storage": storage_display(options.storage),
                     "sampler": "TPESampler",
                     "pruner": "HyperbandPruner",
                     "n_trials": str(options.n_trials),
-                    "total_steps": str(options.total_steps),
-                    "eval_every": str(options.eval_every),
-                    "tuning_seed": str(options.seed),
+                    "total_steps": str(run.total_steps),
+                    "eval_every": str(run.eval_every),
+                    "tuning_seed": str(run.seed),
                 },
             )
         mark_killed_runs(study)
@@ -436,14 +353,14 @@ def tune(options: TuneOptions, base: DQNConfig | None = None) -> Any:
         with mlflow.start_run(run_id=parent):
             if remaining > 0:
                 study.optimize(
-                    make_objective(arm.name, base, options.log_models, options.worker),
+                    make_objective(arm.name, base_config, options.models, options.worker),
                     n_trials=remaining,
                     timeout=options.timeout,
                     callbacks=[optuna.study.MaxTrialsCallback(options.n_trials, states=_finished_states())],
                     gc_after_trial=True,
                 )
             mark_killed_runs(study)
-            log_study_summary(study)
+            report.log_study_plots(study)
     return study
 
 
@@ -453,8 +370,10 @@ def _finished_states() -> tuple[Any, ...]:
     return tuple(getattr(optuna.trial.TrialState, state) for state in FINISHED)
 
 
-def best_config(storage: str, study_name: str, base: DQNConfig) -> tuple[DQNConfig, dict[str, Any]] | None:
-    """The best trial's config of ``study_name`` in ``storage``, with a description.
+def best_hyperparameters(
+    storage: str, study_name: str, base: Hyperparameters
+) -> tuple[Hyperparameters, dict[str, Any]] | None:
+    """The best trial's hyperparameters of ``study_name`` in ``storage``, with a description.
 
     ``None`` if the study does not exist or has no complete trial; ``ValueError``
     naming the URL if the storage cannot be reached.
@@ -467,59 +386,11 @@ def best_config(storage: str, study_name: str, base: DQNConfig) -> tuple[DQNConf
         best = study.best_trial
     except (KeyError, ValueError):
         return None
-    return config_from_params(best.params, base), {"study": study_name, "trial": best.number, "value": best.value}
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``doors-gym tune`` flags."""
-    parser.add_argument("--arm", required=True, choices=tuple(ARMS), help="which stack to tune")
-    parser.add_argument(
-        "--n-trials", type=int, default=20, help="finished trials the study should end with (default: 20)"
-    )
-    parser.add_argument("--timeout", type=float, default=None, help="stop starting trials after this many seconds")
-    parser.add_argument("--seed", type=int, default=TUNING_SEED, help="sampler and training seed (default: 0)")
-    parser.add_argument("--worker", type=int, default=0, help="this worker's index when several share a study")
-    parser.add_argument("--storage", default=DEFAULT_STORAGE, help="Optuna RDB URL (default: %(default)s)")
-    parser.add_argument("--study-name", default=None, help="default: dqn-<arm>")
-    parser.add_argument(
-        "--tracking-uri",
-        default=None,
-        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)",
-    )
-    parser.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help="MLflow experiment (default: %(default)s)")
-    parser.add_argument(
-        "--total-steps", type=int, default=DEFAULT_TOTAL_STEPS, help="env steps per trial (default: 100000)"
-    )
-    parser.add_argument("--eval-every", type=int, default=DEFAULT_EVAL_EVERY, help="env steps between evaluations")
-    parser.add_argument("--no-models", action="store_true", help="do not log each trial's model")
-    parser.add_argument(
-        "--heartbeat-interval", type=int, default=HEARTBEAT_INTERVAL, help="seconds between a trial's heartbeats"
-    )
-    parser.add_argument(
-        "--grace-period",
-        type=int,
-        default=GRACE_PERIOD,
-        help="seconds without a heartbeat after which a running trial counts as failed (its worker died)",
-    )
-
-
-def options_from_arguments(args: argparse.Namespace) -> TuneOptions:
-    return TuneOptions(
-        arm=args.arm,
-        n_trials=args.n_trials,
-        timeout=args.timeout,
-        seed=args.seed,
-        worker=args.worker,
-        storage=args.storage,
-        study_name=args.study_name,
-        tracking_uri=args.tracking_uri,
-        experiment=args.experiment,
-        total_steps=args.total_steps,
-        eval_every=args.eval_every,
-        log_models=not args.no_models,
-        heartbeat_interval=args.heartbeat_interval,
-        grace_period=args.grace_period,
-    )
+    return hyperparameters_from_params(best.params, base), {
+        "study": study_name,
+        "trial": best.number,
+        "value": best.value,
+    }
 
 
 def describe(study: Any) -> str:
@@ -541,9 +412,9 @@ def describe(study: Any) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m doors_gym_baselines.tuning``: the same as ``doors-gym tune``."""
-    from doors_gym import cli
+    from .cli import main as cli_main
 
-    return cli.main(["tune", *(sys.argv[1:] if argv is None else argv)])
+    return cli_main(["tune", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

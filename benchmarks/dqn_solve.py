@@ -1,47 +1,75 @@
-"""Wall time to a solved DQN agent for every arm, side by side in one run.
+"""Wall time to a solved DQN agent for every arm, side by side in one run, and where each arm's time goes.
 
 Run from the repository root (``pip install -e .[baselines]``)::
 
-    python benchmarks/dqn_solve.py            # every arm, up to 600k env steps each
-    python benchmarks/dqn_solve.py --quick    # a smaller budget, for a smoke run
+    python benchmarks/dqn_solve.py                   # every arm, up to 600k env steps each
+    python benchmarks/dqn_solve.py --quick           # a smaller budget, for a smoke run
+    python benchmarks/dqn_solve.py --only scan torch # the arms whose name contains one of these
 
-Every arm trains with the same hyperparameters (``DQNConfig`` defaults unless
-overridden) and stops at the first greedy evaluation where it is solved:
-greedy success >= 99 % over all 225 start/goal pairs and rolling reward (mean
-per-step reward of the last 2000 training episodes) >= 0.75. Wall time counts
-everything, compilation included. ``flax-scan x 8 seeds`` trains eight seeds
-in one compiled ``vmap``; its figures are means over the seeds and it is
-solved when every seed is.
+Every arm trains with the same hyperparameters (the ``Hyperparameters``
+defaults unless overridden) and stops at the first greedy evaluation where it
+is solved: greedy success >= 99 % over all 225 start/goal pairs and rolling
+reward (mean per-step reward of the last 2000 training episodes) >= 0.75. Wall
+time counts everything, compilation included. Besides every registered arm it
+runs ``torch-numpy`` with one intra-op thread (what the compiled arm uses, to
+tell the thread setting's share from the compiler's) and ``flax-scan`` with 8
+seeds (one group per device, all cores; solved when every seed is).
+
+Per arm it prints time to solved, updates used, milliseconds per update (the
+update phase over the updates) and the split of the wall time into env step,
+action selection, replay buffer, update, evaluation, compile and other (see
+``doors_gym_baselines.metrics.Timings``; the fully jitted arm's split comes from
+its compiled pieces run apart). One update of the default network (batch 128,
+hidden 128 x 128, 2 x 450 planes rows) is about 18 MFLOP forward and backward
+for the online and target networks: about 0.1 ms at this CPU's fp32 peak, the
+floor beside which the ms per update stand.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import contextlib
 import json
 import pathlib
 import sys
+from collections.abc import Iterator
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from _timing import machine_line, markdown_table  # noqa: E402
 
 from doors_gym.oracle import evaluate_oracle  # noqa: E402
+from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
+from doors_gym_baselines.config import DQNConfig  # noqa: E402
+from doors_gym_baselines.devices import prepare_host_devices  # noqa: E402
+from doors_gym_baselines.metrics import PHASES  # noqa: E402
 
-try:
-    from doors_gym_baselines import common, dqn_flax, dqn_flax_scan, dqn_torch  # noqa: E402
-except ModuleNotFoundError:
-    from baselines import common, dqn_flax, dqn_flax_scan, dqn_torch  # noqa: E402
+UPDATE_FLOOR_MS = 0.1
+"""About 18 MFLOP per update at this CPU's fp32 peak (see the module docstring)."""
 
-RUNS = (
-    ("torch x Doors-v0", dqn_torch, {"env_id": "Doors-v0"}),
-    ("torch x DoorsJax-v0", dqn_torch, {"env_id": "DoorsJax-v0"}),
-    ("flax x Doors-v0", dqn_flax, {"env_id": "Doors-v0"}),
-    ("flax x DoorsJax-v0", dqn_flax, {"env_id": "DoorsJax-v0"}),
-    ("flax-scan x 1 seed", dqn_flax_scan, {"num_seeds": 1}),
-    ("flax-scan x 8 seeds", dqn_flax_scan, {"num_seeds": 8}),
-)
+
+def runs() -> list[tuple[str, str, dict, int | None]]:
+    """``(name, arm, overrides, torch threads)`` of every run, the registry's arms first."""
+    rows = [(arm.name, arm.name, {}, None) for arm in ARMS.values()]
+    rows.insert(1, ("torch-numpy, 1 thread", "torch-numpy", {}, 1))
+    rows.append(("flax-scan x 8 seeds", "flax-scan", {"num_seeds": 8}, None))
+    return rows
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``threads`` for the block (unchanged when None)."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,79 +77,92 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="120k env steps per arm instead of 600k")
     parser.add_argument("--total-steps", type=int, default=None, help="budget per arm (overrides --quick)")
     parser.add_argument("--eval-every", type=int, default=20_000, help="env steps between evaluations (default 20000)")
-    parser.add_argument("--only", nargs="+", default=None, help="run only the arms whose name contains one of these")
+    parser.add_argument("--only", nargs="+", default=None, help="run only the runs whose name contains one of these")
     parser.add_argument("--hidden-sizes", type=int, nargs="+", default=None, help="network widths for every arm")
     parser.add_argument("--json", type=pathlib.Path, default=None, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     total_steps = args.total_steps or (120_000 if args.quick else 600_000)
     if total_steps < 1 or args.eval_every < 1:
         parser.error("--total-steps and --eval-every must be >= 1")
-    base = common.DQNConfig(total_steps=total_steps, eval_every=args.eval_every, stop_when_solved=True, quiet=True)
+    prepare_host_devices()
+    base = DQNConfig.of(total_steps=total_steps, eval_every=args.eval_every, stop_when_solved=True, quiet=True)
     if args.hidden_sizes:
-        base = dataclasses.replace(base, hidden_sizes=tuple(args.hidden_sizes))
+        base = base.replace(hidden_sizes=tuple(args.hidden_sizes))
     oracle = evaluate_oracle()
 
-    rows, results = [], {}
-    for name, module, overrides in RUNS:
+    results = {}
+    for name, arm, overrides, threads in runs():
         if args.only and not any(part in name for part in args.only):
             continue
-        result = module.train(dataclasses.replace(base, **overrides))
+        with torch_threads(threads):
+            result = get_arm(arm).train(base.replace(**overrides))
         results[name] = result
-        summary = result.summary()
-        print(f"{name}: {json.dumps(summary)}", flush=True)
-        rows.append((name, result))
+        print(f"{name}: {json.dumps(result.summary())} facts {json.dumps(result.facts)}", flush=True)
 
-    reference = results.get("torch x Doors-v0")
+    def to_solved(result) -> float:
+        return next((row.seconds for row in result.history if row.solved), float("nan"))
+
+    reference = results.get("torch-numpy")
     table = []
-    for name, result in rows:
-        speedup = f"{reference.wall_seconds / result.wall_seconds:.1f}x" if reference else "-"
+    for name, result in results.items():
+        speedup = f"{to_solved(reference) / to_solved(result):.1f}x" if reference else "-"
         table.append(
             [
                 name,
-                "yes" if result.solved else "no",
+                "yes" if result.history[-1].solved else "no",
+                f"{to_solved(result):.1f}",
                 f"{result.wall_seconds:.1f}",
                 f"{result.env_steps:,}",
                 f"{result.updates:,}",
-                f"{result.evaluation.success_rate:.3f}",
+                f"{result.ms_per_update:.3f}",
+                f"{result.ms_per_update / UPDATE_FLOOR_MS:.0f}x",
+                *(f"{getattr(result.timings, phase):.1f}" for phase in PHASES),
                 f"{result.evaluation.mean_step_reward:.3f}",
                 f"{result.rolling_reward:.3f}",
                 speedup,
             ]
         )
-    table.append(
-        [
-            "oracle (shortest paths)",
-            "-",
-            "-",
-            "-",
-            "-",
-            f"{oracle.success_rate:.3f}",
-            f"{oracle.mean_step_reward:.3f}",
-            f"{oracle.mean_step_reward:.3f}",
-            "-",
-        ]
-    )
     headers = [
-        "arm",
+        "run",
         "solved",
+        "s to solved",
         "wall s",
         "env steps",
         "updates",
-        "greedy success",
+        "ms / update",
+        "vs 0.1 ms floor",
+        *(f"{phase.replace('_', ' ')} s" for phase in PHASES),
         "greedy step reward",
         "rolling reward",
-        "speed-up vs torch x Doors-v0",
+        "speed-up vs torch-numpy (to solved)",
     ]
     print(f"\nDQN to solved (budget {total_steps:,} env steps per seed; {machine_line()})\n")
     print(markdown_table(headers, table))
-    single, multi = results.get("flax-scan x 1 seed"), results.get("flax-scan x 8 seeds")
+    print(f"\noracle: greedy success {oracle.success_rate:.3f}, per-step reward {oracle.mean_step_reward:.3f}")
+    single, multi = results.get("flax-scan"), results.get("flax-scan x 8 seeds")
     if single and multi:
+        ratio = multi.wall_seconds / single.wall_seconds
         print(
-            f"\n8 seeds under one vmap: {multi.wall_seconds / single.wall_seconds:.1f}x the wall time of 1 seed "
-            "(target <= 3x)"
+            f"8 seeds over {len(multi.facts['devices'])} device(s): {ratio:.1f}x the wall time of 1 seed "
+            f"(target <= 4x; {multi.facts['seeds_per_device']} seeds per device)"
+        )
+    eager, compiled = results.get("torch-numpy"), results.get("torch-compile")
+    if eager and compiled:
+        print(
+            f"compiled torch: {compiled.ms_per_update:.3f} ms per update against eager {eager.ms_per_update:.3f}"
+            + (
+                f" (1 thread: {results['torch-numpy, 1 thread'].ms_per_update:.3f})"
+                if "torch-numpy, 1 thread" in results
+                else ""
+            )
+            + f", {compiled.timings.compile:.1f} s compiling"
         )
     if args.json:
-        args.json.write_text(json.dumps([{"name": name, **result.summary()} for name, result in rows], indent=2))
+        rows = [
+            {"name": name, **result.summary(), "timings": result.timings.as_dict(), "facts": result.facts}
+            for name, result in results.items()
+        ]
+        args.json.write_text(json.dumps(rows, indent=2))
     return 0
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from doors_gym.core import DoorsParams
-from doors_gym_baselines import common
+from doors_gym_baselines import evaluation
+from doors_gym_baselines.config import DQNConfig
 
 ARM_STACKS = {"torch": ("torch",), "flax": ("flax", "optax"), "flax-scan": ("flax", "optax")}
 ARM_MODULES = {"torch": "dqn_torch", "flax": "dqn_flax", "flax-scan": "dqn_flax_scan"}
@@ -52,7 +53,7 @@ def trained():
         module = _arm_module(arm)
         key = (arm, env_id, tuple(sorted(overrides.items())))
         if key not in cache:
-            config = common.DQNConfig(env_id=env_id, **{**TINY, **overrides})
+            config = DQNConfig.of(env_id=env_id, **{**TINY, **overrides})
             cache[key] = module.train(config)
         return module, cache[key]
 
@@ -60,7 +61,7 @@ def trained():
 
 
 @pytest.fixture(scope="session")
-def random_evaluation() -> common.Evaluation:
+def random_evaluation() -> evaluation.Evaluation:
     """Greedy-evaluation figures of a seeded uniformly random policy on the default layout."""
     rng = np.random.default_rng(12345)
-    return common.evaluate_greedy(lambda obs: rng.integers(0, 5, len(obs)), DoorsParams())
+    return evaluation.evaluate_greedy(lambda obs: rng.integers(0, 5, len(obs)), DoorsParams())

@@ -1,5 +1,6 @@
 """Every DQN arm trains in-process on a tiny budget and shows a learning signal."""
 
+import dataclasses
 import json
 import math
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 
 from doors_gym import cli
-from doors_gym_baselines import common
+from doors_gym_baselines import evaluation
+from doors_gym_baselines.config import DQNConfig
 
 HISTORY_KEYS = {
     "step",
@@ -20,7 +22,7 @@ HISTORY_KEYS = {
     "train_success_rate",
     "train_normalised_return",
 }
-"""The learning-curve figures of :func:`doors_gym_baselines.common.history_row` that every arm reports."""
+"""The learning-curve figures of :class:`doors_gym_baselines.metrics.HistoryRow` that every arm reports."""
 
 HOST_LOOP_RUNS = [("torch", "Doors-v0"), ("torch", "DoorsJax-v0"), ("flax", "Doors-v0"), ("flax", "DoorsJax-v0")]
 
@@ -46,44 +48,38 @@ def assert_history(result):
     """Every row has the learning-curve keys; the last one is the final evaluation."""
     assert result.history, "no history rows"
     for row in result.history:
-        missing = HISTORY_KEYS - set(row)
+        missing = HISTORY_KEYS - {spec.name for spec in dataclasses.fields(row)}
         assert not missing, f"a history row lacks {sorted(missing)}"
-    steps = [row["step"] for row in result.history]
+    steps = [row.step for row in result.history]
     assert steps == sorted(steps)
     last = result.history[-1]
-    assert last["greedy_step_reward"] == pytest.approx(result.evaluation.mean_step_reward)
-    assert last["greedy_success_rate"] == pytest.approx(result.evaluation.success_rate)
-    assert last["rolling_reward"] == pytest.approx(result.rolling_reward)
-    assert math.isfinite(last["loss"]) and last["seconds"] > 0
+    assert last.greedy_step_reward == pytest.approx(result.evaluation.mean_step_reward)
+    assert last.greedy_success_rate == pytest.approx(result.evaluation.success_rate)
+    assert last.rolling_reward == pytest.approx(result.rolling_reward)
+    assert math.isfinite(last.loss) and last.seconds > 0
 
 
 @pytest.mark.parametrize("arm, env_id", HOST_LOOP_RUNS)
 def test_host_loop_arm_learns(arm, env_id, trained, random_evaluation):
     _, result = trained(arm, env_id)
     config = result.config
-    assert result.arm == arm
-    assert config.env_id == env_id
-    assert result.env_steps == config.num_iterations * config.num_envs == config.total_steps
+    hyper = config.hyperparameters
+    assert result.arm == {"Doors-v0": f"{arm}-numpy", "DoorsJax-v0": f"{arm}-jax"}[env_id]
+    assert config.run.env_id == env_id
+    assert result.env_steps == config.num_iterations * hyper.num_envs == config.run.total_steps
     # One update per vector step once more than learning_starts env steps are done (train_frequency 1).
-    expected_updates = sum(
-        1 for i in range(config.num_iterations) if (i + 1) * config.num_envs > config.learning_starts
-    )
+    expected_updates = sum(1 for i in range(config.num_iterations) if (i + 1) * hyper.num_envs > hyper.learning_starts)
     assert result.updates == expected_updates == len(result.losses)
     assert_learning_signal(result, random_evaluation)
     assert_history(result)
     assert len(result.history) == 1  # eval_every=0: only the final evaluation
-    assert result.history[-1]["step"] == result.env_steps
+    assert result.history[-1].step == result.env_steps
 
 
 @pytest.mark.parametrize("arm, env_id", HOST_LOOP_RUNS)
 def test_host_loop_arm_returns_the_model_it_evaluated(arm, env_id, trained):
     module, result = trained(arm, env_id)
-    if arm == "torch":
-        act = module.greedy_actor(result.model, "cpu")
-    else:
-        network, network_params = result.model
-        act = module.greedy_actor(network, [module.LearnerState(network_params, network_params, None)])
-    assert common.evaluate_greedy(act, result.config.params) == result.evaluation
+    assert evaluation.evaluate_greedy(result.model.act, result.config.params) == result.evaluation
 
 
 @pytest.mark.slow
@@ -91,23 +87,23 @@ def test_flax_scan_learns_with_two_seeds(trained, random_evaluation):
     _, result = trained("flax-scan", num_seeds=2)
     config = result.config
     assert result.arm == "flax-scan"
-    assert result.env_steps == 2 * config.num_iterations * config.num_envs
+    assert result.env_steps == 2 * config.num_iterations * config.hyperparameters.num_envs
     assert_learning_signal(result, random_evaluation)
     assert_history(result)
-    per_seed = result.history[-1]["per_seed"]
+    per_seed = result.history[-1].per_seed
     assert len(per_seed) == 2
-    assert [seed["seed"] for seed in per_seed] == [config.seed, config.seed + 1]
+    assert [seed.seed for seed in per_seed] == [config.run.seed, config.run.seed + 1]
     # The headline figure is the mean over the seeds, and each seed learned on its own.
-    assert result.evaluation.mean_step_reward == pytest.approx(np.mean([s["greedy_step_reward"] for s in per_seed]))
+    assert result.evaluation.mean_step_reward == pytest.approx(np.mean([s.greedy_step_reward for s in per_seed]))
     for seed in per_seed:
-        assert seed["greedy_step_reward"] > random_evaluation.mean_step_reward
+        assert seed.greedy_step_reward > random_evaluation.mean_step_reward
 
 
 @pytest.mark.slow
 def test_flax_scan_seeds_train_different_parameters(trained):
     jax = pytest.importorskip("jax")
     _, result = trained("flax-scan", num_seeds=2)
-    _, stacked = result.model
+    stacked = result.model.params
     leaves = jax.tree.leaves(stacked)
     assert leaves and all(leaf.shape[0] == 2 for leaf in leaves)
     differs = [not np.array_equal(np.asarray(leaf[0]), np.asarray(leaf[1])) for leaf in leaves]
@@ -118,8 +114,8 @@ def test_flax_scan_seeds_train_different_parameters(trained):
 def test_flax_scan_init_depends_on_the_key(load_arm, tiny_config):
     jax = pytest.importorskip("jax")
     dqn_flax_scan = load_arm("flax-scan")
-    config = common.DQNConfig(**tiny_config)
-    init, _, _, _ = dqn_flax_scan.make_train(config)
+    config = DQNConfig.of(**tiny_config)
+    init = dqn_flax_scan.make_train(config).init
     first, second = init(jax.random.key(1)), init(jax.random.key(2))
     kernels = [
         (np.asarray(a), np.asarray(b))
@@ -128,7 +124,7 @@ def test_flax_scan_init_depends_on_the_key(load_arm, tiny_config):
         )
         if "kernel" in jax.tree_util.keystr(path)
     ]
-    assert len(kernels) == len(config.hidden_sizes) + 1
+    assert len(kernels) == len(config.hyperparameters.hidden_sizes) + 1
     assert all(not np.array_equal(a, b) for a, b in kernels)
     # The env starts come from the key too.
     assert not np.array_equal(np.asarray(first.env_state.goal_col), np.asarray(second.env_state.goal_col))
@@ -141,7 +137,7 @@ def test_flax_scan_init_depends_on_the_key(load_arm, tiny_config):
 def test_flax_scan_vmapped_init_gives_each_seed_its_own_parameters(load_arm, tiny_config):
     jax = pytest.importorskip("jax")
     dqn_flax_scan = load_arm("flax-scan")
-    init, _, _, _ = dqn_flax_scan.make_train(common.DQNConfig(**tiny_config))
+    init = dqn_flax_scan.make_train(DQNConfig.of(**tiny_config)).init
     runners = jax.jit(jax.vmap(init))(jax.vmap(jax.random.key)(np.arange(2) + 1))
     kernels = [np.asarray(leaf) for leaf in jax.tree.leaves(runners.learner.params) if np.ndim(leaf) == 3]
     assert kernels
@@ -154,13 +150,13 @@ def test_cli_train_saves_the_model_and_prints_the_summary(tmp_path, capsys, load
     dqn_flax = load_arm("flax")
     model_path = tmp_path / "m.msgpack"
     argv = [
-        "train", "--arm", "flax", "--env", "DoorsJax-v0", "--total-steps", "2000", "--learning-starts", "500",
+        "train", "--arm", "flax-jax", "--total-steps", "2000", "--learning-starts", "500",
         "--num-envs", "4", "--eval-every", "0", "--quiet", "--save", str(model_path),
     ]  # fmt: skip
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     summary, _ = json.JSONDecoder().raw_decode(out[out.index("{") :])
-    assert summary["arm"] == "flax"
+    assert summary["arm"] == "flax-jax"
     assert summary["env_id"] == "DoorsJax-v0"
     assert summary["env_steps"] == 2000
     assert summary["updates"] == sum(1 for i in range(500) if (i + 1) * 4 > 500)
@@ -169,4 +165,5 @@ def test_cli_train_saves_the_model_and_prints_the_summary(tmp_path, capsys, load
     assert f"saved the model to {model_path}" in out
     assert model_path.is_file() and model_path.stat().st_size > 0
     _, _, config = dqn_flax.load_model(str(model_path))
-    assert (config.env_id, config.total_steps, config.num_envs, config.learning_starts) == ("DoorsJax-v0", 2000, 4, 500)
+    values = (config.run.env_id, config.run.total_steps, config.hyperparameters.num_envs)
+    assert (*values, config.hyperparameters.learning_starts) == ("DoorsJax-v0", 2000, 4, 500)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import pathlib
 
 import pytest
@@ -14,6 +13,8 @@ pytest.importorskip("flax")
 pytest.importorskip("torch")
 
 from doors_gym_baselines import compare  # noqa: E402
+from doors_gym_baselines.config import RunSettings  # noqa: E402
+from doors_gym_baselines.metrics import is_solved  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -26,16 +27,15 @@ def tiny_compare(tmp_path_factory: pytest.TempPathFactory) -> tuple[compare.Comp
         eval_every=1_000,
         out=str(folder / "out"),
         tracking_uri=f"sqlite:///{folder / 'mlflow.db'}",
-        quiet=True,
     )
-    return options, compare.compare(options)
+    return options, compare.compare(options, RunSettings(quiet=True))
 
 
 def test_compare_writes_the_table_csvs_and_plot(tiny_compare) -> None:
     options, outcome = tiny_compare
-    paths = outcome["paths"]
+    paths = outcome.paths
     table = paths["markdown"].read_text()
-    assert table == outcome["table"]
+    assert table == outcome.table
     for text in ("torch x Doors-v0 (NumPy)", "Flax + JAX env, one jitted scan", "oracle (shortest paths)", "± "):
         assert text in table
     for published in ("0.73", "22.5 min", "0.64", "0.71", "2.3 min"):
@@ -63,11 +63,11 @@ def test_compare_writes_the_table_csvs_and_plot(tiny_compare) -> None:
 
 def test_compare_summary_is_the_mean_and_spread_of_the_seeds(tiny_compare) -> None:
     _, outcome = tiny_compare
-    seeds = list(csv.DictReader(outcome["paths"]["seeds_csv"].open()))
-    for row in outcome["rows"]:
-        values = [float(seed["rolling_reward"]) for seed in seeds if seed["arm"] == row["arm"]]
-        assert row["rolling_reward_mean"] == pytest.approx(sum(values) / len(values))
-        assert row["seeds"] == 2 and row["wall_seconds_total"] > 0
+    seeds = list(csv.DictReader(outcome.paths["seeds_csv"].open()))
+    for row in outcome.rows:
+        values = [float(seed["rolling_reward"]) for seed in seeds if seed["arm"] == row.arm]
+        assert row.rolling_reward.mean == pytest.approx(sum(values) / len(values))
+        assert row.seeds == 2 and row.wall_seconds_total > 0
 
 
 def test_compare_is_logged_to_mlflow(tiny_compare) -> None:
@@ -75,26 +75,24 @@ def test_compare_is_logged_to_mlflow(tiny_compare) -> None:
     client = mlflow.MlflowClient(options.tracking_uri)
     experiment = client.get_experiment_by_name(compare.DEFAULT_EXPERIMENT)
     children = client.search_runs(
-        [experiment.experiment_id], f"tags.mlflow.parentRunId = '{outcome['run_id']}'", max_results=100
+        [experiment.experiment_id], f"tags.mlflow.parentRunId = '{outcome.run_id}'", max_results=100
     )
     assert sorted(run.data.tags["arm"] for run in children) == ["flax-scan", "torch-numpy", "torch-numpy"]
     for run in children:
         assert client.get_metric_history(run.info.run_id, "rolling_reward")[-1].step == 2_000
         assert run.data.params["total_steps"] == "2000"
-    artifacts = {artifact.path for artifact in client.list_artifacts(outcome["run_id"])}
+    artifacts = {artifact.path for artifact in client.list_artifacts(outcome.run_id)}
     assert {"compare.md", "compare.csv", "compare_seeds.csv", "learning_curves.png"} <= artifacts
 
 
 def test_compare_resumes_from_finished_runs(tiny_compare, capsys: pytest.CaptureFixture[str]) -> None:
     options, first = tiny_compare
-    again = compare.compare(options)
+    again = compare.compare(options, RunSettings(quiet=True))
     assert "reusing" in capsys.readouterr().out
-    assert [row["rolling_reward_mean"] for row in again["rows"]] == [
-        row["rolling_reward_mean"] for row in first["rows"]
-    ]
+    assert [row.rolling_reward.mean for row in again.rows] == [row.rolling_reward.mean for row in first.rows]
     client = mlflow.MlflowClient(options.tracking_uri)
     experiment = client.get_experiment_by_name(compare.DEFAULT_EXPERIMENT)
-    children = client.search_runs([experiment.experiment_id], f"tags.mlflow.parentRunId = '{again['run_id']}'")
+    children = client.search_runs([experiment.experiment_id], f"tags.mlflow.parentRunId = '{again.run_id}'")
     assert children == [], "reused runs are not trained again"
 
 
@@ -103,7 +101,7 @@ def test_quick_preset_is_the_default_and_full_follows_the_study() -> None:
     full = compare.CompareOptions(preset="full").base_config()
     assert compare.CompareOptions().arms == ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
     assert compare.CompareOptions().seeds >= 5 and compare.FIRST_SEED != 0
-    assert quick.total_steps == 100_000 and full.total_steps == 500_000 and full.rolling_episodes == 2000
+    assert quick.run.total_steps == 100_000 and full.run.total_steps == 500_000 and full.run.rolling_episodes == 2000
 
 
 def test_bad_options_name_the_flag() -> None:
@@ -133,7 +131,7 @@ def test_main_prints_the_table(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
             str(tmp_path / "out"),
             "--tracking-uri",
             f"sqlite:///{tmp_path / 'mlflow.db'}",
-            "--no-progress",
+            "--quiet",
             "--no-models",
         ]
     )
@@ -147,8 +145,45 @@ def test_tuned_without_a_study_says_so_and_an_unreachable_storage_is_an_error(
 ) -> None:
     options = compare.CompareOptions(tuned=True, storage=f"sqlite:///{tmp_path / 'optuna.db'}")
     config, origin = compare.arm_config(options, "flax-jax")
-    assert origin == "quick" and config == dataclasses.replace(compare.CompareOptions().base_config(), env_id="DoorsJax-v0")
+    assert origin == "quick" and config == compare.CompareOptions().base_config().replace(env_id="DoorsJax-v0")
     assert "no complete trial in the study 'dqn-flax-jax'" in capsys.readouterr().err
     unreachable = compare.CompareOptions(tuned=True, storage=f"sqlite:///{tmp_path / 'missing' / 'optuna.db'}")
     with pytest.raises(ValueError, match="is unreachable"):
         compare.arm_config(unreachable, "flax-jax")
+
+
+def test_compare_shows_where_the_time_goes(tiny_compare) -> None:
+    options, outcome = tiny_compare
+    assert outcome.paths["breakdown"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Where the time goes" in outcome.table and "ms per update" in outcome.table
+    rows = {row["arm"]: row for row in csv.DictReader(outcome.paths["csv"].open())}
+    for summary in outcome.rows:
+        row = rows[summary.arm]
+        phases = {
+            name: float(row[f"seconds_{name}"]) for name in ("env_step", "update", "evaluation", "compile", "other")
+        }
+        assert all(value >= 0 for value in phases.values()) and phases["evaluation"] > 0
+        # The phases of a seed add up to its wall time.
+        assert sum(summary.phases.values()) == pytest.approx(summary.wall_seconds.mean, rel=1e-6)
+    client = mlflow.MlflowClient(options.tracking_uri)
+    assert "time_breakdown.png" in {artifact.path for artifact in client.list_artifacts(outcome.run_id)}
+
+
+def test_compare_registers_each_arms_best_seed_as_champion(tiny_compare) -> None:
+    options, outcome = tiny_compare
+    client = mlflow.MlflowClient(options.tracking_uri, registry_uri=options.tracking_uri)
+    seeds = list(csv.DictReader(outcome.paths["seeds_csv"].open()))
+    for arm in options.arms:
+        version = client.get_model_version_by_alias(f"doors-{arm}", "champion")
+        run = client.get_run(version.run_id)
+        assert run.data.tags["arm"] == arm and run.data.tags["mlflow.parentRunId"]
+        best = max(
+            (row for row in seeds if row["arm"] == arm),
+            key=lambda row: (
+                is_solved(float(row["greedy_success_rate"]), float(row["rolling_reward"])),
+                float(row["greedy_step_reward"]),
+                float(row["rolling_reward"]),
+            ),
+        )
+        # The champion is the best seed's model (its run carries that seed).
+        assert best["seed"] in run.data.tags["seeds"].split(",")

@@ -1,5 +1,6 @@
 """The framework-free pieces every arm shares: replay buffer, episode tracker, encoding, greedy evaluation."""
 
+import dataclasses
 import math
 
 import gymnasium as gym
@@ -9,8 +10,10 @@ import pytest
 from doors_gym import core
 from doors_gym.core import AGENT, GOAL, DoorsParams
 from doors_gym.oracle import OraclePolicy, evaluate_oracle
-from doors_gym_baselines import common
-from doors_gym_baselines.common import EpisodeTracker, ReplayBuffer
+from doors_gym_baselines import evaluation as common
+from doors_gym_baselines.evaluation import EpisodeTracker
+from doors_gym_baselines.loop import encode
+from doors_gym_baselines.replay import CELL_DTYPE, ReplayBuffer
 
 NUM_CELLS = 4
 
@@ -28,7 +31,7 @@ def test_replay_buffer_sample_shapes_and_dtypes():
     assert buffer.size == 5
     obs, actions, rewards, next_obs, terminated = buffer.sample(32)
     assert obs.shape == next_obs.shape == (32, NUM_CELLS)
-    assert obs.dtype == next_obs.dtype == core.OBS_DTYPE
+    assert obs.dtype == next_obs.dtype == CELL_DTYPE == np.int8
     assert actions.shape == rewards.shape == terminated.shape == (32,)
     assert actions.dtype == np.int64
     assert rewards.dtype == np.float32 and terminated.dtype == np.float32
@@ -84,9 +87,9 @@ def test_episode_tracker_with_next_step_autoreset():
     assert tracker.episodes == 3
     assert [episode[:3] for episode in tracker.window] == [(3.0, 2, True), (2.0, 3, False), (0.5, 1, True)]
     summary = tracker.summary()
-    assert summary["rolling_reward"] == pytest.approx((3.0 + 2.0 + 0.5) / (2 + 3 + 1))
-    assert summary["train_success_rate"] == pytest.approx(2 / 3)
-    assert summary["train_normalised_return"] == pytest.approx((3.0 / 4.0 + 2.0 / 5.0 + 0.5 / 6.0) / 3)
+    assert summary.rolling_reward == pytest.approx((3.0 + 2.0 + 0.5) / (2 + 3 + 1))
+    assert summary.train_success_rate == pytest.approx(2 / 3)
+    assert summary.train_normalised_return == pytest.approx((3.0 / 4.0 + 2.0 / 5.0 + 0.5 / 6.0) / 3)
 
 
 def test_episode_tracker_window_keeps_the_latest_episodes():
@@ -97,15 +100,15 @@ def test_episode_tracker_window_keeps_the_latest_episodes():
         tracker.start(one, np.array([1.0]))
         tracker.record(np.array([reward]), done, np.array([False]), one)
     assert tracker.episodes == 3
-    assert tracker.summary()["rolling_reward"] == pytest.approx((2.0 + 4.0) / 2)
+    assert tracker.summary().rolling_reward == pytest.approx((2.0 + 4.0) / 2)
 
 
 def test_episode_tracker_summary_is_nan_before_the_first_episode():
     tracker = EpisodeTracker(num_envs=3, rolling_episodes=5)
     tracker.start(np.ones(3, dtype=bool), np.ones(3))
     tracker.record(np.ones(3), np.zeros(3, dtype=bool), np.zeros(3, dtype=bool), np.ones(3, dtype=bool))
-    summary = tracker.summary()
-    assert summary and all(math.isnan(value) for value in summary.values())
+    summary = dataclasses.astuple(tracker.summary())
+    assert summary and all(math.isnan(value) for value in summary)
 
 
 def test_encode_gives_the_agent_and_goal_planes():
@@ -113,7 +116,7 @@ def test_encode_gives_the_agent_and_goal_planes():
     obs, _ = env.reset(seed=5)
     env.close()
     num_cells = obs.shape[-1]
-    features = common.encode(obs)
+    features = encode(obs)
     assert features.shape == (2 * num_cells,)
     assert features.dtype == np.float32
     agent_plane, goal_plane = features[:num_cells], features[num_cells:]
@@ -121,7 +124,7 @@ def test_encode_gives_the_agent_and_goal_planes():
     np.testing.assert_array_equal(np.flatnonzero(goal_plane), np.flatnonzero(obs == GOAL))
     assert agent_plane.sum() == 1 and goal_plane.sum() == 1
     batch = np.stack([obs, obs])
-    assert common.encode(batch).shape == (2, 2 * num_cells)
+    assert encode(batch).shape == (2, 2 * num_cells)
 
 
 def test_all_start_states_covers_every_pair():

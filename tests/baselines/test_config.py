@@ -10,8 +10,9 @@ import sys
 import pytest
 
 from doors_gym import cli
-from doors_gym_baselines import common
-from doors_gym_baselines.common import DQNConfig
+from doors_gym_baselines import cli as baselines_cli
+from doors_gym_baselines.arms import ARMS
+from doors_gym_baselines.config import DQNConfig
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -49,7 +50,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 )
 def test_a_bad_value_raises_a_value_error_naming_the_field_and_the_value(field, value):
     with pytest.raises(ValueError) as caught:
-        DQNConfig(**{field: value})
+        DQNConfig.of(**{field: value})
     message = str(caught.value)
     assert field in message
     assert repr(value) in message
@@ -57,21 +58,21 @@ def test_a_bad_value_raises_a_value_error_naming_the_field_and_the_value(field, 
 
 def test_batch_larger_than_buffer_names_both_fields():
     with pytest.raises(ValueError) as caught:
-        DQNConfig(batch_size=512, buffer_size=100)
+        DQNConfig.of(batch_size=512, buffer_size=100)
     message = str(caught.value)
     assert "batch_size=512" in message and "buffer_size=100" in message
 
 
 def test_more_envs_than_steps_is_an_error():
     with pytest.raises(ValueError, match="num_envs=32"):
-        DQNConfig(num_envs=32, total_steps=16)
+        DQNConfig.of(num_envs=32, total_steps=16)
 
 
 def test_the_defaults_and_edge_values_are_valid():
     config = DQNConfig()
-    assert config.batch_size <= config.buffer_size
-    DQNConfig(batch_size=100, buffer_size=100, gamma=1.0, end_epsilon=0.0, learning_starts=0, eval_every=0)
-    DQNConfig(env_id="DoorsJax-v0", optimizer="sgd", loss="mse", vectorization="sync", hidden_sizes=(8,))
+    assert config.hyperparameters.batch_size <= config.hyperparameters.buffer_size
+    DQNConfig.of(batch_size=100, buffer_size=100, gamma=1.0, end_epsilon=0.0, learning_starts=0, eval_every=0)
+    DQNConfig.of(env_id="DoorsJax-v0", optimizer="sgd", loss="mse", vectorization="sync", hidden_sizes=(8,))
 
 
 def test_the_config_is_frozen():
@@ -81,7 +82,7 @@ def test_the_config_is_frozen():
 
 
 def test_params_and_num_iterations_follow_the_fields():
-    config = DQNConfig(grid_size=(5, 7), n_doors=2, max_episode_steps=9, num_envs=8, total_steps=100)
+    config = DQNConfig.of(grid_size=(5, 7), n_doors=2, max_episode_steps=9, num_envs=8, total_steps=100)
     assert config.params.grid_size == (5, 7)
     assert config.params.n_doors == 2
     assert config.params.max_episode_steps == 9
@@ -89,7 +90,7 @@ def test_params_and_num_iterations_follow_the_fields():
 
 
 def test_to_dict_from_dict_round_trip():
-    config = DQNConfig(
+    config = DQNConfig.of(
         env_id="DoorsJax-v0",
         grid_size=(5, 7),
         n_doors=2,
@@ -101,32 +102,32 @@ def test_to_dict_from_dict_round_trip():
         stop_when_solved=True,
     )
     values = config.to_dict()
-    assert values["hidden_sizes"] == [32, 16, 8]
-    assert values["grid_size"] == [5, 7]
+    assert values["hyperparameters"]["hidden_sizes"] == [32, 16, 8]
+    assert values["run"]["grid_size"] == [5, 7]
     # Plain types only: the dict survives JSON unchanged.
     assert json.loads(json.dumps(values)) == values
     restored = DQNConfig.from_dict(json.loads(json.dumps(values)))
     assert restored == config
-    assert restored.hidden_sizes == (32, 16, 8)
-    assert isinstance(restored.grid_size, tuple)
+    assert restored.hyperparameters.hidden_sizes == (32, 16, 8)
+    assert isinstance(restored.run.grid_size, tuple)
 
 
 def test_from_dict_rejects_an_unknown_key():
     values = DQNConfig().to_dict()
-    values["learning_rat"] = 0.1
+    values["hyperparameters"]["learning_rat"] = 0.1
     with pytest.raises(ValueError, match="learning_rat"):
         DQNConfig.from_dict(values)
 
 
 def test_from_dict_validates_values():
     values = DQNConfig().to_dict()
-    values["learning_rate"] = -2.0
+    values["hyperparameters"]["learning_rate"] = -2.0
     with pytest.raises(ValueError, match="learning_rate"):
         DQNConfig.from_dict(values)
 
 
 def test_epsilon_decays_linearly_then_stays_flat():
-    config = DQNConfig(start_epsilon=1.0, end_epsilon=0.1, exploration_fraction=0.25, total_steps=4000)
+    config = DQNConfig.of(start_epsilon=1.0, end_epsilon=0.1, exploration_fraction=0.25, total_steps=4000)
     duration = 0.25 * 4000
     assert config.epsilon(0) == pytest.approx(1.0)
     assert config.epsilon(duration / 2) == pytest.approx(0.55)
@@ -139,7 +140,7 @@ def test_epsilon_decays_linearly_then_stays_flat():
 
 
 def test_epsilon_with_no_exploration_phase_is_the_end_value():
-    config = DQNConfig(start_epsilon=0.5, end_epsilon=0.05, exploration_fraction=0.0, total_steps=1000)
+    config = DQNConfig.of(start_epsilon=0.5, end_epsilon=0.05, exploration_fraction=0.0, total_steps=1000)
     assert config.epsilon(1) == pytest.approx(0.05)
     assert config.epsilon(500) == pytest.approx(0.05)
 
@@ -147,14 +148,14 @@ def test_epsilon_with_no_exploration_phase_is_the_end_value():
 def test_add_config_arguments_has_one_flag_per_field():
     import argparse
 
-    parser = argparse.ArgumentParser()
-    common.add_config_arguments(parser)
+    parser = argparse.ArgumentParser(parents=[cli.layout_parser()])
+    baselines_cli.add_train_arguments(parser, ("torch-numpy", "torch-jax"))
     defaults = parser.parse_args([])
-    assert common.config_from_arguments(defaults) == DQNConfig()
+    assert baselines_cli.config_from_arguments(defaults) == DQNConfig()
     args = parser.parse_args(
         [
-            "--env",
-            "DoorsJax-v0",
+            "--arm",
+            "torch-jax",
             "--hidden-sizes",
             "32",
             "16",
@@ -164,11 +165,11 @@ def test_add_config_arguments_has_one_flag_per_field():
             "0.01",
         ]
     )
-    config = common.config_from_arguments(args)
-    assert config.env_id == "DoorsJax-v0"
-    assert config.hidden_sizes == (32, 16)
-    assert config.stop_when_solved is True and config.quiet is False
-    assert config.learning_rate == pytest.approx(0.01)
+    config = baselines_cli.config_from_arguments(args)
+    assert config.run.env_id == "DoorsJax-v0"
+    assert config.hyperparameters.hidden_sizes == (32, 16)
+    assert config.run.stop_when_solved is True and config.run.quiet is False
+    assert config.hyperparameters.learning_rate == pytest.approx(0.01)
 
 
 @pytest.fixture
@@ -179,9 +180,9 @@ def no_training(monkeypatch):
     def forbidden(*args, **kwargs):
         pytest.fail("training started although the config was invalid")
 
-    for arm, module_name in cli.ARM_MODULES.items():
+    for arm in ARMS.values():
         try:
-            module = importlib.import_module(f"doors_gym_baselines.{module_name}")
+            module = importlib.import_module(f"doors_gym_baselines.{arm.implementation}")
         except ImportError:
             continue
         monkeypatch.setattr(module, "train", forbidden)
@@ -193,15 +194,15 @@ def no_training(monkeypatch):
         (["--learning-rate", "-1"], "--learning-rate"),
         (["--learning-rate", "0"], "--learning-rate"),
         (["--optimizer", "rmsprop"], "--optimizer"),
-        (["--env", "Foo-v0"], "--env"),
+        (["--env", "Foo-v0"], "--env"),  # the arm names the env: --env is not a train flag
         (["--batch-size", "512", "--buffer-size", "100"], "--batch-size"),
         (["--gamma", "1.5"], "--gamma"),
         (["--vectorization", "threads"], "--vectorization"),
     ],
 )
-@pytest.mark.parametrize("arm", ["torch", "flax", "flax-scan"])
+@pytest.mark.parametrize("arm", ["torch-numpy", "flax-jax", "flax-scan"])
 def test_train_with_a_bad_value_exits_2_before_training(arguments, flag, arm, no_training, capsys):
-    pytest.importorskip("torch" if arm == "torch" else "flax")
+    pytest.importorskip("torch" if arm.startswith("torch") else "flax")
     with pytest.raises(SystemExit) as caught:
         cli.main(["train", "--arm", arm, *arguments])
     assert caught.value.code == 2
@@ -225,10 +226,11 @@ def test_an_arm_module_cli_rejects_a_bad_value_before_training(capsys, monkeypat
     def forbidden(*args, **kwargs):
         pytest.fail("training started although the config was invalid")
 
+    monkeypatch.setattr(dqn_torch, "train", forbidden)
     with pytest.raises(SystemExit) as caught:
-        common.run_cli(forbidden, dqn_torch.ARM, ["--learning-rate", "-1"])
+        dqn_torch.main(["--learning-rate", "-1"])
     assert caught.value.code == 2
-    assert "learning_rate=-1.0" in capsys.readouterr().err
+    assert "--learning-rate -1.0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["train", "enjoy"])
@@ -239,7 +241,7 @@ def test_help_exits_0(command, capsys):
     out = capsys.readouterr().out
     assert out.startswith("usage:")
     if command == "train":
-        for flag in ("--arm", "--learning-rate", "--env", "--num-seeds", "--save", "--hidden-sizes"):
+        for flag in ("--arm", "--learning-rate", "--grid-size", "--num-seeds", "--save", "--hidden-sizes"):
             assert flag in out
     else:
         assert "--out" in out and "model" in out

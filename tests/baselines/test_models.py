@@ -41,8 +41,9 @@ def test_torch_save_load_gives_identical_q_values(trained, observations, tmp_pat
     dqn_torch, result = trained("torch", "Doors-v0")
     path = tmp_path / "model.pt"
     dqn_torch.save_model(result, str(path))
-    network, config = dqn_torch.load_model(str(path))
-    expected = torch_q_values(result.model, observations)
+    _, learner, config = dqn_torch.load_model(str(path))
+    network = learner.network
+    expected = torch_q_values(result.model.network, observations)
     loaded = torch_q_values(network, observations)
     assert loaded.shape == (len(observations), 5)
     np.testing.assert_array_equal(loaded, expected)
@@ -52,7 +53,7 @@ def test_torch_save_load_gives_identical_q_values(trained, observations, tmp_pat
     import torch
 
     saved = torch.load(path, weights_only=True)
-    assert saved["arm"] == "torch"
+    assert saved["arm"] == "torch-numpy"
     assert saved["config"] == result.config.to_dict()
 
 
@@ -60,10 +61,9 @@ def test_flax_save_load_gives_identical_q_values(trained, observations, tmp_path
     dqn_flax, result = trained("flax", "DoorsJax-v0")
     path = tmp_path / "model.msgpack"
     dqn_flax.save_model(result, str(path))
-    network, params, config = dqn_flax.load_model(str(path))
-    trained_network, trained_params = result.model
-    expected = flax_q_values(trained_network, trained_params, observations)
-    loaded = flax_q_values(network, params, observations)
+    _, policy, config = dqn_flax.load_model(str(path))
+    expected = flax_q_values(result.model.network, result.model.params, observations)
+    loaded = flax_q_values(policy.network, policy.params, observations)
     assert loaded.shape == (len(observations), 5)
     np.testing.assert_array_equal(loaded, expected)
     assert config == result.config
@@ -77,13 +77,13 @@ def test_flax_scan_saves_one_seed_in_the_flax_format(trained, observations, tmp_
     dqn_flax_scan, result = trained("flax-scan", num_seeds=FLAX_SCAN_SEEDS)
     path = tmp_path / "scan.msgpack"
     dqn_flax_scan.save_model(result, str(path), seed_index=seed_index)
-    network, params, config = dqn_flax.load_model(str(path))
-    trained_network, stacked = result.model
+    _, policy, config = dqn_flax.load_model(str(path))
+    trained_network, stacked = result.model.network, result.model.params
     per_seed = [
         flax_q_values(trained_network, jax.tree.map(lambda leaf, i=i: leaf[i], stacked), observations)
         for i in range(FLAX_SCAN_SEEDS)
     ]
-    loaded = flax_q_values(network, params, observations)
+    loaded = flax_q_values(policy.network, policy.params, observations)
     np.testing.assert_array_equal(loaded, per_seed[seed_index])
     assert not np.array_equal(loaded, per_seed[1 - seed_index])
     assert config == result.config
@@ -102,7 +102,7 @@ def test_enjoy_writes_a_playable_video(trained, tmp_path, arm, suffix, video):
     assert frames > 1
     assert frames == figures["frames"]
     # One frame per reset and per step: at least two frames per episode, at most the time limit plus one.
-    assert 2 * 2 <= figures["frames"] <= 2 * (result.config.max_episode_steps + 1)
+    assert 2 * 2 <= figures["frames"] <= 2 * (result.config.run.max_episode_steps + 1)
     assert 0.0 <= figures["success_rate"] <= 1.0
 
 
@@ -115,7 +115,7 @@ def test_enjoy_plays_the_greedy_policy_of_the_model(trained, tmp_path):
     env = gym.make("Doors-v0")
     obs, _ = env.reset(seed=3)
     env.close()
-    expected = int(torch_q_values(result.model, obs[None]).argmax())
+    expected = int(torch_q_values(result.model.network, obs[None]).argmax())
     assert policy(obs) == expected
 
 

@@ -18,9 +18,17 @@ mlflow = pytest.importorskip("mlflow")
 pytest.importorskip("flax")
 pytest.importorskip("torch")
 
-from doors_gym_baselines import common, tuning  # noqa: E402
+from doors_gym_baselines import loop, search, tracking, tuning  # noqa: E402
+from doors_gym_baselines.config import DQNConfig, Hyperparameters, RunSettings  # noqa: E402
+from doors_gym_baselines.metrics import HistoryRow  # noqa: E402
 
 TINY_STUDY = dict(total_steps=2_000, eval_every=1_000)
+
+
+def row(step: int, greedy_step_reward: float) -> HistoryRow:
+    """A learning-curve row with only a step and a greedy per-step reward (NaN elsewhere)."""
+    nan = math.nan
+    return HistoryRow(step, 1.0, nan, nan, nan, nan, greedy_step_reward, nan, nan, nan, nan, nan, nan)
 
 
 def _store(tmp_path: pathlib.Path) -> tuple[str, str]:
@@ -71,17 +79,17 @@ def _subprocess_env() -> dict[str, str]:
 
 def test_search_space_is_well_conditioned_and_round_trips() -> None:
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
-    base = common.DQNConfig()
+    base = Hyperparameters()
     for _ in range(30):
         trial = study.ask()
-        config = tuning.suggest_config(trial, base)
+        config = search.suggest_hyperparameters(trial, base)
         assert config.gamma == pytest.approx(1 - trial.params["one_minus_gamma"], abs=1e-6)
         assert config.batch_size == 2 ** trial.params["log2_batch_size"] and 32 <= config.batch_size <= 256
         assert config.buffer_size == 2 ** trial.params["log2_buffer_size"] >= config.batch_size
         assert len(config.hidden_sizes) == trial.params["depth"]
         assert set(config.hidden_sizes) == {2 ** trial.params["log2_width"]}
         assert 3e-5 <= config.learning_rate <= 1e-2 and config.optimizer in ("adam", "sgd")
-        assert tuning.config_from_params(trial.params, base) == config
+        assert search.hyperparameters_from_params(trial.params, base) == config
         study.tell(trial, 0.0)
     distributions = study.trials[0].distributions
     assert distributions["learning_rate"].log and distributions["one_minus_gamma"].log
@@ -89,11 +97,11 @@ def test_search_space_is_well_conditioned_and_round_trips() -> None:
 
 
 def test_learning_score_is_the_running_mean_of_greedy_reward() -> None:
-    rows = [{"greedy_step_reward": value} for value in (0.1, 0.5, 0.6)]
-    assert common.learning_score(rows) == pytest.approx(0.4)
-    assert common.learning_score(rows[:1]) == pytest.approx(0.1)
+    rows = [row(step, value) for step, value in ((1, 0.1), (2, 0.5), (3, 0.6))]
+    assert search.learning_score(rows) == pytest.approx(0.4)
+    assert search.learning_score(rows[:1]) == pytest.approx(0.1)
     with pytest.raises(ValueError, match="history is empty"):
-        common.learning_score([])
+        search.learning_score([])
 
 
 def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None:
@@ -110,7 +118,7 @@ def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None
     with mlflow.start_run() as run:
         tracked = tuning.TrackedTrial(Recorder())
         for step, value in ((100, 0.2), (200, 0.4)):
-            common.report(tracked, {"step": step, "greedy_step_reward": value, "loss": math.nan})
+            loop.report(tracked, row(step, value))
     assert reported == [(100, pytest.approx(0.2)), (200, pytest.approx(0.3))]
     history = mlflow.MlflowClient().get_metric_history(run.info.run_id, "greedy_step_reward")
     assert [(point.step, point.value) for point in history] == [(100, 0.2), (200, 0.4)]
@@ -119,7 +127,7 @@ def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None
 @pytest.mark.parametrize("arm", ["torch", "flax"])
 def test_non_finite_loss_prunes_the_trial(arm: str, load_arm) -> None:
     module = load_arm(arm)
-    config = common.DQNConfig(
+    config = DQNConfig.of(
         total_steps=3_000,
         learning_starts=64,
         batch_size=32,
@@ -142,10 +150,8 @@ def test_non_finite_loss_prunes_the_trial(arm: str, load_arm) -> None:
 def test_two_trial_study_is_tracked_in_mlflow(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     storage, tracking_uri = _store(tmp_path)
-    options = tuning.TuneOptions(
-        arm="torch-numpy", n_trials=2, seed=5, storage=storage, tracking_uri=tracking_uri, **TINY_STUDY
-    )
-    study = tuning.tune(options)
+    options = tuning.TuneOptions(arm="torch-numpy", n_trials=2, storage=storage, tracking_uri=tracking_uri)
+    study = tuning.tune(options, RunSettings(seed=5, **TINY_STUDY))
     assert len(tuning.finished_trials(study)) == 2
 
     client, parents, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
@@ -163,7 +169,7 @@ def test_two_trial_study_is_tracked_in_mlflow(tmp_path: pathlib.Path, monkeypatc
             continue
         assert [point.step for point in history][-1] == 2_000 and len(history) >= 2
         assert "score" in child.data.metrics and "final_rolling_reward" in child.data.metrics
-        model = mlflow.pytorch.load_model(f"runs:/{child.info.run_id}/model")
+        model = mlflow.pytorch.load_model(f"runs:/{child.info.run_id}/torch-model")
         assert tuple(model(__import__("torch").zeros((3, 225), dtype=__import__("torch").int8)).shape) == (3, 5)
 
     assert any(child.data.tags["optuna.state"] == "COMPLETE" for child in children)
@@ -180,21 +186,20 @@ def test_two_trial_study_is_tracked_in_mlflow(tmp_path: pathlib.Path, monkeypatc
 def test_flax_trial_logs_a_loadable_params_artifact(tmp_path: pathlib.Path) -> None:
     storage, tracking_uri = _store(tmp_path)
     tuning.tune(
-        tuning.TuneOptions(arm="flax-numpy", n_trials=1, storage=storage, tracking_uri=tracking_uri, **TINY_STUDY)
+        tuning.TuneOptions(arm="flax-numpy", n_trials=1, storage=storage, tracking_uri=tracking_uri),
+        RunSettings(seed=0, **TINY_STUDY),
     )
     _, _, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
-    network, params, config = tuning.tracking.load_flax_model(children[0].info.run_id)
-    assert config.env_id == "Doors-v0"
-    assert network.apply(params, np.zeros((2, 225), dtype=np.int8)).shape == (2, 5)
+    policy, config = tracking.load_run_model(children[0].info.run_id)
+    assert config.run.env_id == "Doors-v0"
+    assert policy.network.apply(policy.params, np.zeros((2, 225), dtype=np.int8)).shape == (2, 5)
 
 
 def test_rerunning_a_finished_study_adds_no_trials(tmp_path: pathlib.Path) -> None:
     storage, tracking_uri = _store(tmp_path)
-    options = tuning.TuneOptions(
-        arm="flax-numpy", n_trials=1, storage=storage, tracking_uri=tracking_uri, log_models=False, **TINY_STUDY
-    )
-    tuning.tune(options)
-    study = tuning.tune(options)
+    options = tuning.TuneOptions(arm="flax-numpy", n_trials=1, storage=storage, tracking_uri=tracking_uri, models=False)
+    tuning.tune(options, RunSettings(seed=0, **TINY_STUDY))
+    study = tuning.tune(options, RunSettings(seed=0, **TINY_STUDY))
     assert len(study.trials) == 1
     _, parents, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
     assert len(parents) == 1 and len(children) == 1

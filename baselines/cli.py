@@ -1,0 +1,231 @@
+"""The baselines' ``doors-gym`` commands: ``train``, ``enjoy``, ``tune`` and ``compare``.
+
+They are plugged into ``doors-gym`` through the ``doors_gym.commands``
+entry-point group (:func:`add_commands`), so the env package never imports the
+baselines; the baselines only look down, at the env package's layout flags and
+error handling. Every command takes the same ``--arm`` names (those of
+:data:`doors_gym_baselines.arms.ARMS`) and the same layout flags as ``play``,
+``render`` and ``oracle``; the other flags are generated from the dataclasses
+of :mod:`.config`, :mod:`.tuning` and :mod:`.compare` (see :mod:`.flags`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from doors_gym import cli as doors_cli
+
+from . import flags
+from .arms import ARMS, get_arm
+from .compare import CompareOptions
+from .config import DQNConfig, Hyperparameters, RunSettings
+from .devices import prepare_host_devices
+from .tracking import TrackOptions, track_training
+from .tuning import TRIAL_RUN_FIELDS_OFF_THE_CLI, TUNING_RUN, TuneOptions
+
+TRAIN_DESCRIPTION = (
+    "Train one DQN arm and print its figures. Every hyperparameter and run setting is a flag; "
+    "the arm names the framework and the env it trains against."
+)
+
+
+def add_enjoy_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``enjoy`` flags: the model file, the episodes and how to watch them."""
+    parser.add_argument(
+        "model", help="a model file of `doors-gym train --save`, or an MLflow model: runs:/ID/model, models:/NAME@ALIAS"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
+    parser.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="where a runs:/ or models:/ MODEL is (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)",
+    )
+    doors_cli.episodes_arguments(parser, episodes=3, out_required=False)
+    parser.set_defaults(handler=run_enjoy)
+
+
+def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``tune`` flags: the arm, the study's settings and every trial's run settings."""
+    parser.add_argument("--arm", required=True, choices=tuple(ARMS), help="which arm to tune")
+    flags.add_arguments(parser.add_argument_group("study"), TuneOptions)
+    flags.add_arguments(
+        parser.add_argument_group("every trial"), RunSettings, TUNING_RUN, exclude=TRIAL_RUN_FIELDS_OFF_THE_CLI
+    )
+    parser.set_defaults(handler=run_tune)
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``compare`` flags: the comparison's settings and the machinery of every run."""
+    flags.add_arguments(parser.add_argument_group("comparison"), CompareOptions)
+    flags.add_arguments(
+        parser.add_argument_group("machinery"), RunSettings, include=("vectorization", "device", "quiet")
+    )
+    parser.set_defaults(handler=run_compare)
+
+
+COMMANDS = {
+    "train": (
+        "train one DQN arm and print its figures",
+        TRAIN_DESCRIPTION,
+        True,
+        lambda p: add_train_arguments(p, tuple(ARMS)),
+    ),
+    "enjoy": (
+        "watch a trained model's greedy episodes (window, .mp4 or .gif)",
+        "Load a model written by `doors-gym train --save` (any arm; the file's content says which) and play greedy "
+        "episodes in a window, or write them to a video.",
+        False,
+        add_enjoy_arguments,
+    ),
+    "tune": (
+        "tune a DQN arm with Optuna (TPE + Hyperband), tracked in MLflow",
+        "Run (or resume, or join as another worker) an Optuna study over one arm's hyperparameters. Storage: a local "
+        "SQLite file unless --storage names another SQLAlchemy URL (PostgreSQL for workers on several machines). "
+        "Every trial is a nested MLflow run under the study's parent run.",
+        True,
+        add_tune_arguments,
+    ),
+    "compare": (
+        "train every arm over several seeds and print the study's Table 2, reproduced",
+        "Train each arm over several seeds, evaluate greedily and write a table (Markdown and CSV) and learning "
+        "curves, beside the oracle and the study's published figures; everything goes to MLflow. A killed "
+        "comparison resumes from its finished runs.",
+        True,
+        add_compare_arguments,
+    ),
+}
+"""Each command's help line, description, whether it takes the layout flags, and its flags."""
+
+
+def add_commands(commands: Any, layout: argparse.ArgumentParser) -> None:
+    """Adds ``train``, ``enjoy``, ``tune`` and ``compare`` to the ``doors-gym`` subparsers.
+
+    Before anything starts JAX, it asks for one CPU device per core (see :mod:`.devices`), so that
+    the fully jitted arm can spread its seeds over them whichever arm runs first.
+    """
+    prepare_host_devices()
+    for name, (help_line, description, takes_layout, add_arguments) in COMMANDS.items():
+        parser = commands.add_parser(
+            name, parents=[layout] if takes_layout else [], help=help_line, description=description
+        )
+        add_arguments(parser)
+
+
+def add_train_arguments(parser: argparse.ArgumentParser, arms: tuple[str, ...]) -> None:
+    """The ``train`` flags: ``--arm`` among ``arms``, hyperparameters, run settings, ``--save``."""
+    parser.add_argument("--arm", choices=arms, default=arms[0], help="which arm to train (default: %(default)s)")
+    flags.add_arguments(parser.add_argument_group("hyperparameters"), Hyperparameters)
+    flags.add_arguments(parser.add_argument_group("run"), RunSettings)
+    parser.add_argument(
+        "--save", type=pathlib.Path, default=None, help="write the trained model to this file (its folder is created)"
+    )
+    flags.add_arguments(parser.add_argument_group("tracking"), TrackOptions)
+    parser.set_defaults(handler=run_train)
+
+
+def config_from_arguments(args: argparse.Namespace) -> DQNConfig:
+    """The validated config of parsed ``train`` flags, for ``args.arm``."""
+    hyperparameters = Hyperparameters(**flags.values_from(Hyperparameters, args))
+    run = RunSettings(**flags.values_from(RunSettings, args))
+    return get_arm(args.arm).configure(DQNConfig(hyperparameters, run))
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """``doors-gym train``: one arm, in-process; the save path is checked before training starts."""
+    arm = get_arm(args.arm)
+    config = config_from_arguments(args)
+    if args.save is not None:
+        check_writable(args.save)
+    track = TrackOptions(**flags.values_from(TrackOptions, args))
+    if track.track:
+        result = track_training(arm, config, track, lambda: arm.train(config))
+    else:
+        result = arm.train(config)
+    print(json.dumps(result.summary(), indent=2))
+    if track.track:
+        print(f"tracked as MLflow run {result.facts['run_id']}: the model is {result.facts['model_uri']}")
+    if args.save is not None:
+        path = arm.save(result, args.save)
+        print(f"saved the model to {path}")
+    return 0
+
+
+def check_writable(path: pathlib.Path) -> None:
+    """Creates ``path``'s folder and checks a file can be written there; ``ValueError`` naming ``--save`` if not."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with path.open("ab"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as error:
+        raise ValueError(f"save={str(path)!r} cannot be written: {error.strerror or error}") from None
+
+
+def run_enjoy(args: argparse.Namespace) -> int:
+    """``doors-gym enjoy``: greedy episodes of a saved model."""
+    from .enjoy import describe, enjoy
+
+    figures = enjoy(args.model, args.episodes, args.out, args.seed, args.fps, args.cell_pixels, args.tracking_uri)
+    print(describe(figures, args.episodes, args.out))
+    return 0
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """``doors-gym tune``: one worker of an Optuna study."""
+    from .tuning import describe, tune
+
+    options = TuneOptions(arm=args.arm, **flags.values_from(TuneOptions, args))
+    run = dataclasses.replace(TUNING_RUN, **flags.values_from(RunSettings, args, exclude=TRIAL_RUN_FIELDS_OFF_THE_CLI))
+    study = tune(options, run)
+    print(describe(study))
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """``doors-gym compare``: every arm over several seeds, the table and the plot."""
+    from .compare import compare
+
+    options = CompareOptions(**flags.values_from(CompareOptions, args))
+    # The budget flags are the comparison's overrides of its preset; the run settings are the layout and machinery.
+    budget = [spec.name for spec in dataclasses.fields(CompareOptions)]
+    outcome = compare(options, RunSettings(**flags.values_from(RunSettings, args, exclude=budget)))
+    print(outcome.table)
+    print("wrote " + ", ".join(str(path) for path in outcome.paths.values()))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A ``doors-gym`` parser with the baselines' commands only (for ``python -m`` of a baselines module)."""
+    parser = argparse.ArgumentParser(prog="doors-gym")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    add_commands(commands, doors_cli.layout_parser())
+    doors_cli.remember_subparsers(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m doors_gym_baselines``: the baselines' ``doors-gym`` commands."""
+    prepare_host_devices()
+    return doors_cli.run(build_parser(), sys.argv[1:] if argv is None else argv)
+
+
+def train_main(module: str, argv: Sequence[str] | None = None) -> int:
+    """``python -m baselines.<file>``: ``doors-gym train`` for the arms implemented in that file."""
+    name = module.rsplit(".", 1)[-1]
+    arms = tuple(arm.name for arm in ARMS.values() if arm.implementation == name)
+    parser = argparse.ArgumentParser(
+        prog=f"python -m baselines.{name}",
+        parents=[doors_cli.layout_parser()],
+        description=f"{TRAIN_DESCRIPTION} Arms of this file: {', '.join(arms)}.",
+    )
+    add_train_arguments(parser, arms)
+    parser.set_defaults(parser=parser, command="train")
+    return doors_cli.run(parser, sys.argv[1:] if argv is None else argv)

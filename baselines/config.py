@@ -1,0 +1,238 @@
+"""What a DQN training is: its hyperparameters (what presets and tuning set) apart from its run settings.
+
+:class:`Hyperparameters` are the algorithm's knobs, the fields a tuning study
+searches and a preset fixes. :class:`RunSettings` say what to run and how: the
+task (env and layout), the budget, the seeds, the evaluation cadence, and how
+to run it (vectorization, device, progress bar). :class:`DQNConfig` is the
+pair, validated across both. Every field is checked on construction: a bad
+value raises ``ValueError`` naming the field, the value and the allowed range.
+Field docs (``metadata["help"]``) are the flags' help lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from doors_gym import core
+from doors_gym.core import DoorsParams
+
+ENV_IDS = ("Doors-v0", "DoorsJax-v0")
+OPTIMIZERS = ("adam", "sgd")
+LOSSES = ("huber", "mse")
+VECTORIZATIONS = ("native", "sync", "async")
+
+
+def field(default: Any, help: str, **metadata: Any) -> Any:
+    """A dataclass field whose ``help`` (and choices, flags) the command-line generator reads."""
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("mutable defaults are not allowed")
+    return dataclasses.field(default=default, metadata={"help": help, **metadata})
+
+
+def check_choice(name: str, value: Any, allowed: Sequence[str]) -> None:
+    """``ValueError`` naming ``name`` and the allowed values unless ``value`` is one of them."""
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not supported: expected one of {list(allowed)}")
+
+
+def check_at_least(name: str, value: Any, minimum: int) -> None:
+    """``ValueError`` naming ``name`` and the range unless ``value`` is an integer ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}={value!r} is out of range: expected an integer >= {minimum}")
+
+
+def check_fraction(name: str, value: Any) -> None:
+    """``ValueError`` unless ``value`` is a number in ``[0, 1]``."""
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+        raise ValueError(f"{name}={value!r} is out of range: expected a number in [0, 1]")
+
+
+def check_choices(instance: Any) -> None:
+    """Checks every field of ``instance`` that declares ``choices`` in its metadata."""
+    for spec in dataclasses.fields(instance):
+        if "choices" in spec.metadata:
+            check_choice(spec.name, getattr(instance, spec.name), spec.metadata["choices"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Hyperparameters:
+    """The DQN algorithm's knobs: what a preset fixes and a tuning study searches."""
+
+    learning_rate: float = field(1e-3, "optimizer step size")
+    optimizer: str = field("adam", "gradient optimizer", choices=OPTIMIZERS)
+    loss: str = field("huber", "TD loss", choices=LOSSES)
+    buffer_size: int = field(50_000, "replay buffer capacity, in transitions")
+    batch_size: int = field(128, "transitions per gradient update")
+    gamma: float = field(0.95, "discount factor")
+    num_envs: int = field(16, "parallel envs; their actions come from one batched forward pass")
+    train_frequency: int = field(1, "vector steps between gradient updates")
+    target_update: int = field(250, "gradient updates between copies of the online network into the target")
+    learning_starts: int = field(5_000, "env steps before the first update")
+    start_epsilon: float = field(1.0, "exploration rate at the start")
+    end_epsilon: float = field(0.01, "exploration rate after the decay")
+    exploration_fraction: float = field(0.3, "share of total_steps over which epsilon decays linearly")
+    hidden_sizes: tuple[int, ...] = field((128, 128), "widths of the hidden layers")
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+        for name in ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_update"):
+            check_at_least(name, getattr(self, name), 1)
+        check_at_least("learning_starts", self.learning_starts, 0)
+        if not (
+            isinstance(self.learning_rate, (int, float))
+            and math.isfinite(self.learning_rate)
+            and self.learning_rate > 0
+        ):
+            raise ValueError(f"learning_rate={self.learning_rate!r} is out of range: expected a finite number > 0")
+        if self.batch_size > self.buffer_size:
+            raise ValueError(
+                f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: "
+                "expected batch_size <= buffer_size"
+            )
+        for name in ("gamma", "start_epsilon", "end_epsilon", "exploration_fraction"):
+            check_fraction(name, getattr(self, name))
+        sizes = self.hidden_sizes
+        if not sizes or any(isinstance(width, bool) or not isinstance(width, int) or width < 1 for width in sizes):
+            raise ValueError(f"hidden_sizes={sizes!r} is invalid: expected one or more integers >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """What to run and how: the task, the budget, the seeds, the evaluation, and the machinery."""
+
+    env_id: str = field("Doors-v0", "the env the arm steps (set from the arm)", choices=ENV_IDS, cli=False)
+    grid_size: tuple[int, int] = field(core.DEFAULT_GRID_SIZE, "grid height and width", layout=True)
+    n_doors: int | None = field(None, "number of doors, 1..W (default: 3)", layout=True)
+    door_cols: tuple[int, ...] | None = field(None, "explicit door columns in [0, W)", layout=True)
+    max_episode_steps: int = field(core.DEFAULT_MAX_EPISODE_STEPS, "time limit per episode", layout=True)
+    total_steps: int = field(300_000, "env steps of training, summed over the vector envs")
+    seed: int = field(1, "seed of the run (networks, env starts, exploration, replay sampling)")
+    num_seeds: int = field(1, "seeds from --seed trained together in one run (arms that train seeds in one vmap)")
+    eval_every: int = field(50_000, "env steps between greedy evaluations (0: only at the end)")
+    rolling_episodes: int = field(2000, "training episodes in the rolling reward (the study's 2000)")
+    stop_when_solved: bool = field(
+        False, "end training at the first evaluation that is solved (greedy success >= 99 %, rolling reward >= 0.75)"
+    )
+    devices: int | None = field(
+        None, "devices the seeds of one run spread over (default: one per core, or GPU, up to the seeds)"
+    )
+    profile: bool = field(True, "time the phases of the fully jitted arm apart after training (a few seconds)")
+    vectorization: str = field(
+        "native", "Doors-v0 vector env: native NumPy, or Gymnasium's sync or async", choices=VECTORIZATIONS
+    )
+    device: str = field("cpu", "torch device of the torch arms (cpu, cuda, cuda:1, ...)")
+    quiet: bool = field(False, "no progress bar")
+
+    def __post_init__(self) -> None:
+        check_choices(self)
+        for name in ("total_steps", "num_seeds", "rolling_episodes", "max_episode_steps"):
+            check_at_least(name, getattr(self, name), 1)
+        check_at_least("seed", self.seed, 0)
+        if self.devices is not None:
+            check_at_least("devices", self.devices, 1)
+        check_at_least("eval_every", self.eval_every, 0)
+        self.params  # validates the layout
+
+    @property
+    def params(self) -> DoorsParams:
+        """The env layout and time limit."""
+        return DoorsParams(
+            grid_size=tuple(self.grid_size),
+            n_doors=self.n_doors,
+            door_cols=None if self.door_cols is None else tuple(self.door_cols),
+            max_episode_steps=self.max_episode_steps,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig:
+    """One DQN training: hyperparameters and run settings, checked against each other."""
+
+    hyperparameters: Hyperparameters = dataclasses.field(default_factory=Hyperparameters)
+    run: RunSettings = dataclasses.field(default_factory=RunSettings)
+
+    def __post_init__(self) -> None:
+        if self.hyperparameters.num_envs > self.run.total_steps:
+            raise ValueError(
+                f"num_envs={self.hyperparameters.num_envs} exceeds total_steps={self.run.total_steps}: "
+                "expected num_envs <= total_steps"
+            )
+
+    @classmethod
+    def of(cls, **values: Any) -> DQNConfig:
+        """A config from flat keywords: each goes to the dataclass with that field (names are unique)."""
+        groups: dict[str, dict[str, Any]] = {"hyperparameters": {}, "run": {}}
+        for name, value in values.items():
+            group = FIELD_GROUPS.get(name)
+            if group is None:
+                raise ValueError(f"config field {name!r} is unknown: expected one of {sorted(FIELD_GROUPS)}")
+            groups[group][name] = value
+        return cls(Hyperparameters(**groups["hyperparameters"]), RunSettings(**groups["run"]))
+
+    def replace(self, **values: Any) -> DQNConfig:
+        """A copy with flat keywords changed (see :meth:`of`)."""
+        return DQNConfig.of(**{**self.flat(), **values})
+
+    def flat(self) -> dict[str, Any]:
+        """Every field by name (hyperparameters and run settings together), values as stored."""
+        return {
+            **{spec.name: getattr(self.hyperparameters, spec.name) for spec in dataclasses.fields(Hyperparameters)},
+            **{spec.name: getattr(self.run, spec.name) for spec in dataclasses.fields(RunSettings)},
+        }
+
+    @property
+    def params(self) -> DoorsParams:
+        """The env layout and time limit."""
+        return self.run.params
+
+    @property
+    def num_iterations(self) -> int:
+        """Vector steps in the run."""
+        return self.run.total_steps // self.hyperparameters.num_envs
+
+    def epsilon(self, step: int) -> float:
+        """Linearly decayed exploration rate at env step ``step``."""
+        hyper = self.hyperparameters
+        duration = max(1.0, hyper.exploration_fraction * self.run.total_steps)
+        fraction = min(1.0, step / duration)
+        return hyper.start_epsilon + fraction * (hyper.end_epsilon - hyper.start_epsilon)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain types only (for JSON, model files and ``torch.load(weights_only=True)``), one dict per group."""
+        return {"hyperparameters": _plain(self.hyperparameters), "run": _plain(self.run)}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> DQNConfig:
+        """Inverse of :meth:`to_dict`; unknown groups or keys are an error."""
+        unknown = sorted(set(values) - {"hyperparameters", "run"})
+        if unknown:
+            raise ValueError(f"config groups {unknown} are unknown: expected 'hyperparameters' and 'run'")
+        return cls(
+            _from_plain(Hyperparameters, values.get("hyperparameters", {})),
+            _from_plain(RunSettings, values.get("run", {})),
+        )
+
+
+FIELD_GROUPS = {
+    **{spec.name: "hyperparameters" for spec in dataclasses.fields(Hyperparameters)},
+    **{spec.name: "run" for spec in dataclasses.fields(RunSettings)},
+}
+"""Which dataclass holds each field."""
+HYPERPARAMETER_NAMES = tuple(spec.name for spec in dataclasses.fields(Hyperparameters))
+
+
+def _plain(instance: Any) -> dict[str, Any]:
+    return {
+        key: list(value) if isinstance(value, tuple) else value for key, value in dataclasses.asdict(instance).items()
+    }
+
+
+def _from_plain(cls: type, values: dict[str, Any]) -> Any:
+    known = {spec.name for spec in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"config keys {unknown} are unknown: expected keys among {sorted(known)}")
+    return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in values.items()})

@@ -1,0 +1,200 @@
+"""Measuring an agent: greedy play from every start/goal pair, and the figures of training episodes.
+
+Framework-free (NumPy only), so every arm uses it without pulling in another's stack.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from doors_gym import core
+from doors_gym.core import DoorsParams, DoorsState
+from doors_gym.envs.vector import DoorsVectorEnv
+
+from .metrics import SOLVED_SUCCESS, HistoryRow, SeedFigures
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """Greedy play from every start/goal pair of the layout."""
+
+    success_rate: float
+    mean_step_reward: float
+    normalised_return: float
+    mean_return: float
+    episodes: int
+
+    @property
+    def solved(self) -> bool:
+        """Greedy success of at least 99 % (the rolling-reward half of "solved" is a training figure)."""
+        return self.success_rate >= SOLVED_SUCCESS
+
+    @classmethod
+    def mean(cls, evaluations: Sequence[Evaluation]) -> Evaluation:
+        """The mean of several seeds' evaluations (episodes add up)."""
+        return cls(
+            success_rate=float(np.mean([e.success_rate for e in evaluations])),
+            mean_step_reward=float(np.mean([e.mean_step_reward for e in evaluations])),
+            normalised_return=float(np.mean([e.normalised_return for e in evaluations])),
+            mean_return=float(np.mean([e.mean_return for e in evaluations])),
+            episodes=sum(e.episodes for e in evaluations),
+        )
+
+
+def all_start_states(params: DoorsParams) -> DoorsState:
+    """Every start of the layout as a batch: agent on the bottom row, goal on the top row."""
+    agent_col, goal_col = np.divmod(np.arange(params.width * params.width), params.width)
+    return core.initial_state(params, agent_col, goal_col)
+
+
+def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams) -> Evaluation:
+    """Plays ``act`` (a batch of grid observations -> greedy actions) from all ``W * W`` starts.
+
+    Uses the native vector env, one env per start pair; deterministic, so one
+    pass is exact. These episodes are never used for training.
+    """
+    limit = params.max_episode_steps or core.DEFAULT_MAX_EPISODE_STEPS
+    starts = all_start_states(params)
+    envs = DoorsVectorEnv(
+        len(starts.agent_col), grid_size=params.grid_size, door_cols=params.door_cols, max_episode_steps=limit
+    )
+    envs.reset(seed=0)
+    obs = envs.set_state(starts)
+    start_distance = np.asarray(core.state_distance(starts), dtype=np.float64)
+    returns = np.zeros(envs.num_envs)
+    lengths = np.zeros(envs.num_envs, dtype=np.int64)
+    success = np.zeros(envs.num_envs, dtype=bool)
+    running = np.ones(envs.num_envs, dtype=bool)
+    while running.any():
+        obs, rewards, terminated, truncated, _ = envs.step(np.asarray(act(obs), dtype=np.int64))
+        returns[running] += rewards[running]
+        lengths[running] += 1
+        success |= running & terminated
+        running &= ~(terminated | truncated)
+    return Evaluation(
+        success_rate=float(success.mean()),
+        mean_step_reward=float(returns.sum() / lengths.sum()),
+        normalised_return=float(np.mean(returns / start_distance)),
+        mean_return=float(returns.mean()),
+        episodes=int(envs.num_envs),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingFigures:
+    """Figures of the last ``rolling_episodes`` training episodes (NaN before the first one ends).
+
+    ``rolling_reward`` is the study's Table 2 figure: their total reward over their total steps.
+    """
+
+    rolling_reward: float = math.nan
+    train_success_rate: float = math.nan
+    train_normalised_return: float = math.nan
+    train_episode_return: float = math.nan
+    train_episode_length: float = math.nan
+
+
+class EpisodeTracker:
+    """Per-episode figures of a vector env with next-step autoreset, and the study's rolling reward.
+
+    ``start(mask, distance)`` marks envs whose episode begins (reset or
+    autoreset step), ``record(...)`` adds one step for the envs in ``active``.
+    """
+
+    def __init__(self, num_envs: int, rolling_episodes: int) -> None:
+        self.returns = np.zeros(num_envs)
+        self.lengths = np.zeros(num_envs, dtype=np.int64)
+        self.start_distance = np.ones(num_envs)
+        self.window: collections.deque[tuple[float, int, bool, float]] = collections.deque(maxlen=rolling_episodes)
+        self.episodes = 0
+
+    def start(self, mask: np.ndarray, distance: np.ndarray) -> None:
+        """Envs in ``mask`` begin an episode at ``distance`` from their goal."""
+        self.returns[mask] = 0.0
+        self.lengths[mask] = 0
+        self.start_distance[mask] = distance[mask]
+
+    def record(
+        self, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, active: np.ndarray
+    ) -> list[float]:
+        """Adds a step; returns the returns of the episodes that ended on it."""
+        self.returns[active] += rewards[active]
+        self.lengths[active] += 1
+        ended = active & (terminated | truncated)
+        finished = []
+        for index in np.flatnonzero(ended):
+            episode = (float(self.returns[index]), int(self.lengths[index]), bool(terminated[index]))
+            self.window.append((*episode, episode[0] / max(float(self.start_distance[index]), 1e-6)))
+            finished.append(episode[0])
+        self.episodes += len(finished)
+        return finished
+
+    def summary(self) -> TrainingFigures:
+        """Rolling figures over the last ``rolling_episodes`` episodes (NaN before the first one)."""
+        if not self.window:
+            return TrainingFigures()
+        returns, lengths, success, normalised = (np.array(column) for column in zip(*self.window))
+        return TrainingFigures(
+            rolling_reward=float(returns.sum() / lengths.sum()),
+            train_success_rate=float(success.mean()),
+            train_normalised_return=float(normalised.mean()),
+            train_episode_return=float(returns.mean()),
+            train_episode_length=float(lengths.mean()),
+        )
+
+
+def history_row(
+    step: int,
+    start: float,
+    epsilon: float,
+    losses: Sequence[float],
+    evaluations: Sequence[Evaluation],
+    training: Sequence[TrainingFigures],
+    seeds: Sequence[int],
+) -> HistoryRow:
+    """One point of a learning curve from each seed's greedy evaluation and training figures.
+
+    Figures are means over the seeds that have them (a seed whose first
+    episode has not ended has NaN training figures); ``loss`` is the mean of
+    the last 100 updates.
+    """
+    seconds = time.perf_counter() - start
+    mean = Evaluation.mean(evaluations)
+    per_seed = tuple(
+        SeedFigures(
+            seed=seed,
+            greedy_success_rate=evaluation.success_rate,
+            greedy_step_reward=evaluation.mean_step_reward,
+            greedy_normalised_return=evaluation.normalised_return,
+            rolling_reward=figures.rolling_reward,
+        )
+        for seed, evaluation, figures in zip(seeds, evaluations, training)
+    )
+    training_means = {
+        name: _nanmean([getattr(figures, name) for figures in training])
+        for name in (spec.name for spec in dataclasses.fields(TrainingFigures))
+    }
+    return HistoryRow(
+        step=step,
+        seconds=seconds,
+        sps=step * len(seeds) / seconds,
+        epsilon=epsilon,
+        loss=float(np.mean(losses[-100:])) if len(losses) else math.nan,
+        greedy_success_rate=mean.success_rate,
+        greedy_step_reward=mean.mean_step_reward,
+        greedy_normalised_return=mean.normalised_return,
+        per_seed=per_seed,
+        **training_means,
+    )
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    """Mean over the finite values; NaN (without a warning) when there are none."""
+    finite = [value for value in values if not math.isnan(value)]
+    return float(np.mean(finite)) if finite else math.nan

@@ -1,0 +1,107 @@
+"""Command-line flags generated from dataclass fields: one definition for the field, its flag and its help.
+
+Every field becomes ``--field-name`` typed from its annotation (``bool`` fields
+become ``--x/--no-x``, tuples take several values), with the help line and
+choices from its metadata (see :func:`doors_gym_baselines.config.field`).
+Metadata ``cli=False`` leaves a field off the command line, ``layout=True``
+marks the layout fields that come from ``doors_gym.cli.layout_parser`` (the
+same flags in every command), ``flag`` renames the flag and ``switches`` makes
+one flag per choice (``--quick`` / ``--full``).
+
+We keep argparse rather than tyro: the flags keep their names and argparse's
+usage and errors (which the rest of ``doors-gym`` prints), for one small
+generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from collections.abc import Iterable
+from typing import Any
+
+
+def _base_type(hint: Any) -> tuple[Any, bool]:
+    """``(type, optional)`` of an annotation: ``int | None`` is ``(int, True)``."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return args[0], True
+    return hint, False
+
+
+def cli_fields(cls: type, exclude: Iterable[str] = (), include: Iterable[str] | None = None) -> list[dataclasses.Field]:
+    """The fields of ``cls`` that are flags: not ``cli=False``, not layout, not excluded, in ``include`` if given."""
+    excluded = set(exclude)
+    included = None if include is None else set(include)
+    return [
+        spec
+        for spec in dataclasses.fields(cls)
+        if spec.metadata.get("cli", True)
+        and not spec.metadata.get("layout")
+        and spec.name not in excluded
+        and (included is None or spec.name in included)
+    ]
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser | Any,
+    cls: type,
+    defaults: Any = None,
+    exclude: Iterable[str] = (),
+    include: Iterable[str] | None = None,
+) -> None:
+    """One flag per field of the dataclass ``cls`` (defaults from the instance ``defaults``, else the fields')."""
+    hints = typing.get_type_hints(cls)
+    for spec in cli_fields(cls, exclude, include):
+        default = getattr(defaults, spec.name) if defaults is not None else spec.default
+        hint, _ = _base_type(hints[spec.name])
+        flag = spec.metadata.get("flag", "--" + spec.name.replace("_", "-"))
+        help_text = spec.metadata["help"].replace("%", "%%")  # argparse formats help with %
+        if "switches" in spec.metadata:
+            group = parser.add_mutually_exclusive_group()
+            for value, switch_help in spec.metadata["switches"].items():
+                suffix = " (the default)" if value == default else ""
+                group.add_argument(
+                    f"--{value}", dest=spec.name, action="store_const", const=value, help=switch_help + suffix
+                )
+            parser.set_defaults(**{spec.name: default})
+            continue
+        if hint is bool:
+            parser.add_argument(
+                flag, dest=spec.name, action=argparse.BooleanOptionalAction, default=default, help=help_text
+            )
+        elif typing.get_origin(hint) is tuple:
+            item, *rest = typing.get_args(hint)
+            nargs = "+" if rest == [Ellipsis] else len(typing.get_args(hint))
+            shown = "none" if default is None else " ".join(map(str, default))
+            parser.add_argument(
+                flag,
+                dest=spec.name,
+                type=item,
+                nargs=nargs,
+                default=None if default is None else list(default),
+                metavar="N" if item is int else "VALUE",
+                help=f"{help_text} (default: {shown})",
+            )
+        else:
+            parser.add_argument(
+                flag,
+                dest=spec.name,
+                type=hint,
+                default=default,
+                choices=spec.metadata.get("choices"),
+                help=f"{help_text} (default: %(default)s)",
+            )
+
+
+def values_from(cls: type, args: argparse.Namespace, exclude: Iterable[str] = ()) -> dict[str, Any]:
+    """The values of ``cls``'s flags and layout fields found in parsed ``args``, lists as tuples."""
+    values = {}
+    for spec in dataclasses.fields(cls):
+        if spec.name in set(exclude) or not spec.metadata.get("cli", True) or not hasattr(args, spec.name):
+            continue
+        value = getattr(args, spec.name)
+        values[spec.name] = tuple(value) if isinstance(value, list) else value
+    return values

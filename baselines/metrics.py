@@ -1,0 +1,175 @@
+"""Typed results: a learning-curve row, one seed's figures, and what ``train`` returns.
+
+The field names of :class:`HistoryRow` are the metric names, defined once here
+and used by the arms, tracking (MLflow metric keys), tuning and compare.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+SOLVED_SUCCESS = 0.99
+SOLVED_ROLLING_REWARD = 0.75
+
+
+def is_solved(greedy_success_rate: float, rolling_reward: float) -> bool:
+    """Greedy success >= 99 % over every start/goal pair and rolling reward >= 0.75."""
+    return greedy_success_rate >= SOLVED_SUCCESS and rolling_reward >= SOLVED_ROLLING_REWARD
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedFigures:
+    """One seed's figures at one evaluation (NaN rolling figures before its first finished episode)."""
+
+    seed: int
+    greedy_success_rate: float
+    greedy_step_reward: float
+    greedy_normalised_return: float
+    rolling_reward: float
+
+    @property
+    def solved(self) -> bool:
+        """This seed is solved at this evaluation."""
+        return is_solved(self.greedy_success_rate, self.rolling_reward)
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryRow:
+    """One point of a learning curve; with several seeds in one run, figures are means over the seeds.
+
+    Attributes:
+        step: env steps of one seed when the row was taken.
+        seconds: wall-clock seconds since the run started.
+        sps: env steps per second, summed over seeds.
+        per_seed: each seed's own figures, in seed order.
+    """
+
+    step: int
+    seconds: float
+    sps: float
+    epsilon: float
+    loss: float
+    greedy_success_rate: float
+    greedy_step_reward: float
+    greedy_normalised_return: float
+    rolling_reward: float
+    train_success_rate: float
+    train_normalised_return: float
+    train_episode_return: float
+    train_episode_length: float
+    per_seed: tuple[SeedFigures, ...] = ()
+
+    def metrics(self) -> dict[str, float]:
+        """The finite metrics of the row by name (NaN is left out, e.g. before the first episode)."""
+        values = {name: float(getattr(self, name)) for name in METRIC_NAMES}
+        return {name: value for name, value in values.items() if math.isfinite(value)}
+
+    @property
+    def solved(self) -> bool:
+        """Every seed is solved at this evaluation."""
+        return bool(self.per_seed) and all(seed.solved for seed in self.per_seed)
+
+
+METRIC_NAMES = tuple(spec.name for spec in dataclasses.fields(HistoryRow) if spec.name not in ("step", "per_seed"))
+"""The learning-curve metrics of every arm (MLflow metric keys, with ``step=`` the row's env step)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Timings:
+    """Where a run's wall time went, in seconds: the phases add up to the wall time.
+
+    Host-loop arms time each phase around its calls (``time.perf_counter``,
+    a few calls per vector step); the fully jitted arm, whose phases run inside
+    one compiled scan, times the same compiled pieces run apart and splits the
+    scan's time in their proportions (``method`` says which).
+    """
+
+    env_step: float = 0.0
+    action_selection: float = 0.0
+    replay_buffer: float = 0.0
+    update: float = 0.0
+    evaluation: float = 0.0
+    compile: float = 0.0
+    other: float = 0.0
+    method: str = "timed in the loop"
+
+    @property
+    def total(self) -> float:
+        """The sum of the phases."""
+        return sum(getattr(self, name) for name in PHASES)
+
+    def as_dict(self) -> dict[str, float]:
+        """Seconds by phase."""
+        return {name: getattr(self, name) for name in PHASES}
+
+
+PHASES = tuple(spec.name for spec in dataclasses.fields(Timings) if spec.name != "method")
+"""The phases of a run's wall time, in the order tables and plots show them."""
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What an arm's ``train`` returns.
+
+    Attributes:
+        arm: the arm's name (see :mod:`doors_gym_baselines.arms`).
+        evaluation: the final greedy evaluation (means over seeds for several seeds).
+        rolling_reward: the final rolling reward (mean over seeds).
+        env_steps: env steps over all seeds.
+        updates: gradient updates over all seeds.
+        history: the learning curve; its last row is the final evaluation.
+        model: the trained model: ``model.act(obs)`` gives greedy actions (see the arm's file).
+        losses: the loss of every update (the mean over seeds for several seeds).
+        timings: where the wall time went (see :class:`Timings`).
+        facts: how the run was made: threads, devices, versions (tagged on its MLflow run).
+    """
+
+    arm: str
+    config: Any
+    evaluation: Any
+    rolling_reward: float
+    wall_seconds: float
+    env_steps: int
+    updates: int
+    history: list[HistoryRow]
+    model: Any = None
+    losses: list[float] = dataclasses.field(default_factory=list)
+    timings: Timings = dataclasses.field(default_factory=Timings)
+    facts: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ms_per_update(self) -> float:
+        """Milliseconds of the update phase per gradient update (per seed-update for several seeds)."""
+        return 1e3 * self.timings.update / self.updates if self.updates else math.nan
+
+    @property
+    def solved(self) -> bool:
+        """The final evaluation is solved (on the means over seeds)."""
+        return is_solved(self.evaluation.success_rate, self.rolling_reward)
+
+    @property
+    def per_seed(self) -> tuple[SeedFigures, ...]:
+        """Each seed's final figures."""
+        return self.history[-1].per_seed
+
+    def summary(self) -> dict[str, Any]:
+        """Flat figures for tables and logs, with the oracle's per-step reward beside the greedy one."""
+        from doors_gym.oracle import evaluate_oracle
+
+        from .arms import get_arm
+
+        return {
+            "arm": self.arm,
+            "env_id": get_arm(self.arm).env_label,
+            "wall_seconds": round(self.wall_seconds, 2),
+            "env_steps": self.env_steps,
+            "updates": self.updates,
+            "rolling_reward": round(self.rolling_reward, 4),
+            "greedy_success_rate": round(self.evaluation.success_rate, 4),
+            "greedy_step_reward": round(self.evaluation.mean_step_reward, 4),
+            "greedy_normalised_return": round(self.evaluation.normalised_return, 4),
+            "oracle_step_reward": round(evaluate_oracle(self.config.params).mean_step_reward, 4),
+            "solved": self.solved,
+        }

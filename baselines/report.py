@@ -1,0 +1,493 @@
+"""What ``compare`` and ``tune`` show: per-seed records, statistics over seeds, tables, CSVs and plots.
+
+- ``compare.md`` and ``compare.csv``: per arm, mean and spread over seeds of the
+  rolling reward (the study's figure: mean per-step reward of the last 2000
+  training episodes), greedy success rate, normalised return and per-step
+  reward, the training wall time, the time to a solved agent and the speed-up
+  over torch x Doors-v0; the oracle's row and the study's published row;
+- ``compare_seeds.csv``: one row per arm and seed;
+- ``learning_curves.png``: rolling and greedy reward against wall-clock time;
+- ``time_breakdown.png``: where each arm's time per seed goes (env step, action
+  selection, replay buffer, update, evaluation, compile, other), as stacked bars;
+- a tuning study's Optuna plots, logged to its MLflow parent run.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import os
+import pathlib
+import platform
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from doors_gym.core import DoorsParams
+
+from .arms import ARMS, REFERENCE_ARM, Arm
+from .config import DQNConfig
+from .evaluation import evaluate_greedy
+from .metrics import PHASES, SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, is_solved
+
+FIGURES = ("rolling_reward", "greedy_success_rate", "greedy_normalised_return", "greedy_step_reward")
+"""The final figures every seed reports, summarised over seeds."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CurvePoint:
+    """One point of a seed's learning curve against wall-clock time."""
+
+    seconds: float
+    step: int
+    rolling_reward: float
+    greedy_step_reward: float
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedRun:
+    """One seed's figures in a comparison: final figures, wall time, time to solved, curve."""
+
+    seed: int
+    wall_seconds: float
+    seconds_to_solved: float
+    """Wall seconds of the first evaluation where the seed was solved (NaN if never)."""
+    rolling_reward: float
+    greedy_success_rate: float
+    greedy_normalised_return: float
+    greedy_step_reward: float
+    curve: tuple[CurvePoint, ...] = ()
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Seconds of each phase of the run (see :class:`~doors_gym_baselines.metrics.Timings`), this seed's share."""
+    updates: int = 0
+    """Gradient updates of this seed."""
+
+    @property
+    def solved(self) -> bool:
+        """Solved at the end of training."""
+        return is_solved(self.greedy_success_rate, self.rolling_reward)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain types, for the resume cache."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> SeedRun:
+        """Inverse of :meth:`to_dict`."""
+        curve = tuple(CurvePoint(**point) for point in values.get("curve", ()))
+        return cls(**{**values, "curve": curve})
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmRuns:
+    """Every seed of one arm in a comparison, and where its hyperparameters came from."""
+
+    arm: Arm
+    hyperparameters: str
+    config: DQNConfig
+    seeds: tuple[SeedRun, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """Mean and sample standard deviation over seeds (0 for one seed)."""
+
+    mean: float
+    std: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        array = np.asarray(values, dtype=float)
+        return cls(float(array.mean()), float(array.std(ddof=1)) if len(array) > 1 else 0.0)
+
+    def __format__(self, spec: str) -> str:
+        return f"{format(self.mean, spec)} ± {format(self.std, spec)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """One arm's row of the comparison table."""
+
+    arm: str
+    label: str
+    hyperparameters: str
+    seeds: int
+    solved: int
+    """Seeds solved at the end."""
+    solved_ever: int
+    """Seeds solved at some evaluation."""
+    wall_seconds_total: float
+    wall_seconds: Spread
+    seconds_to_solved_mean: float
+    rolling_reward: Spread
+    greedy_success_rate: Spread
+    greedy_normalised_return: Spread
+    greedy_step_reward: Spread
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Mean seconds per seed of each phase."""
+    ms_per_update: float = math.nan
+    """Milliseconds of the update phase per gradient update."""
+    speedup_vs_torch_numpy: float | None = None
+
+    def csv_row(self) -> dict[str, Any]:
+        """The row of ``compare.csv``."""
+        row = {name: getattr(self, name) for name in ("arm", "label", "hyperparameters", "seeds", "solved")}
+        row.update(solved_ever=self.solved_ever, wall_seconds_total=self.wall_seconds_total)
+        for name in ("wall_seconds", *FIGURES):
+            spread = getattr(self, name)
+            row[f"{name}_mean"], row[f"{name}_std"] = spread.mean, spread.std
+        row["seconds_to_solved_mean"] = self.seconds_to_solved_mean
+        row["speedup_vs_torch_numpy"] = self.speedup_vs_torch_numpy
+        row["ms_per_update"] = self.ms_per_update
+        row.update({f"seconds_{name}": self.phases.get(name, math.nan) for name in PHASES})
+        return row
+
+
+def summarise(runs: ArmRuns) -> Summary:
+    """Mean and standard deviation over seeds of every figure, and the totals."""
+    seeds = runs.seeds
+    solved_times = np.array([seed.seconds_to_solved for seed in seeds], dtype=float)
+    solved_times = solved_times[np.isfinite(solved_times)]
+    return Summary(
+        arm=runs.arm.name,
+        label=runs.arm.label,
+        hyperparameters=runs.hyperparameters,
+        seeds=len(seeds),
+        solved=sum(seed.solved for seed in seeds),
+        solved_ever=int(solved_times.size),
+        wall_seconds_total=float(sum(seed.wall_seconds for seed in seeds)),
+        wall_seconds=Spread.of([seed.wall_seconds for seed in seeds]),
+        seconds_to_solved_mean=float(solved_times.mean()) if solved_times.size else math.nan,
+        phases={name: float(np.mean([seed.phases.get(name, math.nan) for seed in seeds])) for name in PHASES},
+        ms_per_update=ms_per_update(seeds),
+        **{name: Spread.of([getattr(seed, name) for seed in seeds]) for name in FIGURES},
+    )
+
+
+def ms_per_update(seeds: Sequence[SeedRun]) -> float:
+    """Milliseconds of update phase per gradient update, over every seed."""
+    updates = sum(seed.updates for seed in seeds)
+    seconds = sum(seed.phases.get("update", 0.0) for seed in seeds)
+    return 1e3 * seconds / updates if updates else math.nan
+
+
+def summarise_all(results: Sequence[ArmRuns]) -> list[Summary]:
+    """Every arm's summary, with its speed-up: the reference arm's total wall time over its own."""
+    rows = [summarise(runs) for runs in results]
+    reference = next((row for row in rows if row.arm == REFERENCE_ARM.name), None)
+    return [
+        dataclasses.replace(
+            row, speedup_vs_torch_numpy=reference.wall_seconds_total / row.wall_seconds_total if reference else None
+        )
+        for row in rows
+    ]
+
+
+def oracle_row(params: DoorsParams) -> dict[str, float]:
+    """The shortest-path policy's figures on the same greedy evaluation."""
+    from doors_gym.oracle import OraclePolicy
+
+    evaluation = evaluate_greedy(OraclePolicy(params), params)
+    return {
+        "rolling_reward": evaluation.mean_step_reward,
+        "greedy_success_rate": evaluation.success_rate,
+        "greedy_normalised_return": evaluation.normalised_return,
+        "greedy_step_reward": evaluation.mean_step_reward,
+    }
+
+
+def machine_line() -> str:
+    return f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}."
+
+
+def _published_arms() -> list[Arm]:
+    return [arm for arm in ARMS.values() if arm.study is not None]
+
+
+def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNConfig, machine: str) -> str:
+    """The comparison as Markdown: ours (mean ± sd over seeds), the oracle, the study's published figures."""
+    head = (
+        "| arm | hyperparameters | solved at the end | rolling reward | greedy success | normalised return "
+        "| greedy step reward | wall s (all seeds) | s per seed | s to first solved (seeds) "
+        f"| speed-up vs {REFERENCE_ARM.label} |"
+    )
+    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        speedup = "-" if row.speedup_vs_torch_numpy is None else f"{row.speedup_vs_torch_numpy:.1f}x"
+        to_solved = (
+            "-"
+            if math.isnan(row.seconds_to_solved_mean)
+            else f"{row.seconds_to_solved_mean:.1f} ({row.solved_ever}/{row.seeds})"
+        )
+        lines.append(
+            f"| {row.label} | {row.hyperparameters} | {row.solved}/{row.seeds} "
+            f"| {row.rolling_reward:.3f} | {row.greedy_success_rate:.3f} "
+            f"| {row.greedy_normalised_return:.3f} | {row.greedy_step_reward:.3f} "
+            f"| {row.wall_seconds_total:.1f} | {row.wall_seconds:.1f} | {to_solved} | {speedup} |"
+        )
+    lines.append(
+        f"| oracle (shortest paths) | - | - | {oracle['rolling_reward']:.3f} | {oracle['greedy_success_rate']:.3f} "
+        f"| {oracle['greedy_normalised_return']:.3f} | {oracle['greedy_step_reward']:.3f} | - | - | - | - |"
+    )
+    published = [
+        "",
+        "The study's Table 2 (published; one seed each, tuned with 40 Optuna trials, on an RTX 5060 Ti GPU):",
+        "",
+        "| study arm | rolling reward | wall time | speed-up | ours, same stack: rolling reward "
+        "| ours: wall s per seed |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    ours = {row.arm: row for row in rows}
+    reference_seconds = REFERENCE_ARM.study.wall_seconds
+    for arm in _published_arms():
+        mine = ours.get(arm.name)
+        published.append(
+            f"| {arm.study.label} | {arm.study.rolling_reward:.2f} | {arm.study.wall_seconds / 60:.1f} min "
+            f"| {reference_seconds / arm.study.wall_seconds:.1f}x "
+            f"| {format(mine.rolling_reward, '.3f') if mine else '-'} "
+            f"| {format(mine.wall_seconds, '.1f') if mine else '-'} |"
+        )
+    run = config.run
+    settings = (
+        f"{run.total_steps:,} env steps per seed, {config.hyperparameters.num_envs} envs, evaluation every "
+        f"{run.eval_every:,} steps; rolling reward over the last {run.rolling_episodes} training episodes; greedy "
+        f"figures over all {config.params.width ** 2} start/goal pairs. Spread: ± one standard deviation over seeds. "
+        f"Solved: greedy success >= {SOLVED_SUCCESS * 100:g} % and rolling reward >= {SOLVED_ROLLING_REWARD}; "
+        "s to first solved is the mean wall time of "
+        "the first evaluation where a seed was solved, over the seeds that got there. flax-scan trains its seeds "
+        "together under one vmap; its s per seed is the total divided by the seeds."
+    )
+    breakdown = [
+        "",
+        "Where the time goes: mean seconds per seed of each phase (`time_breakdown.png`):",
+        "",
+        breakdown_table(rows),
+    ]
+    return "\n".join([*lines, "", settings, "", machine, *published, *breakdown, ""])
+
+
+CSV_COLUMNS = (
+    "arm",
+    "label",
+    "hyperparameters",
+    "seeds",
+    "solved",
+    "solved_ever",
+    "wall_seconds_total",
+    "wall_seconds_mean",
+    "wall_seconds_std",
+    "seconds_to_solved_mean",
+    *(f"{key}_{stat}" for key in FIGURES for stat in ("mean", "std")),
+    "speedup_vs_torch_numpy",
+    "ms_per_update",
+    *(f"seconds_{name}" for name in PHASES),
+)
+
+
+def write_csv(rows: list[Summary], oracle: dict[str, float], path: pathlib.Path) -> None:
+    """``compare.csv``: a row per arm, the oracle's, and the study's published rows."""
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            values = row.csv_row()
+            writer.writerow({key: "" if values.get(key) is None else values[key] for key in CSV_COLUMNS})
+        writer.writerow(
+            {"arm": "oracle", "label": "oracle (shortest paths)", **{f"{key}_mean": v for key, v in oracle.items()}}
+        )
+        for arm in _published_arms():
+            writer.writerow(
+                {
+                    "arm": f"published:{arm.name}",
+                    "label": arm.study.label,
+                    "seeds": 1,
+                    "rolling_reward_mean": arm.study.rolling_reward,
+                    "wall_seconds_total": arm.study.wall_seconds,
+                    "wall_seconds_mean": arm.study.wall_seconds,
+                }
+            )
+
+
+def write_seed_csv(results: Sequence[ArmRuns], path: pathlib.Path) -> None:
+    """``compare_seeds.csv``: one row per arm and seed."""
+    columns = ("arm", "seed", "wall_seconds", "seconds_to_solved", *FIGURES)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        for runs in results:
+            for seed in runs.seeds:
+                writer.writerow({"arm": runs.arm.name, **{key: getattr(seed, key) for key in columns[1:]}})
+
+
+def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: pathlib.Path) -> None:
+    """Rolling and greedy per-step reward against wall-clock seconds: mean over seeds, min-max band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for runs in results:
+        curves = [seed.curve for seed in runs.seeds]
+        length = min(len(curve) for curve in curves)
+        seconds = np.mean([[point.seconds for point in curve[:length]] for curve in curves], axis=0)
+        for axis, key in zip(axes, ("rolling_reward", "greedy_step_reward")):
+            values = np.array([[getattr(point, key) for point in curve[:length]] for curve in curves], dtype=float)
+            keep = ~np.isnan(values).all(axis=0)  # points where no seed had finished a training episode yet
+            values, point_seconds = values[:, keep], seconds[keep]
+            label = runs.arm.label + (f" ({len(curves)} seeds in one run)" if runs.arm.seeds_in_one_run else "")
+            (line,) = axis.plot(point_seconds, np.nanmean(values, axis=0), marker="o", markersize=3, label=label)
+            axis.fill_between(
+                point_seconds, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.2, color=line.get_color()
+            )
+    for axis, title in zip(axes, ("rolling reward (last 2000 training episodes)", "greedy per-step reward")):
+        axis.axhline(oracle["greedy_step_reward"], color="black", linestyle="--", linewidth=1, label="oracle")
+        axis.set_xscale("log")
+        axis.set_xlabel("wall-clock seconds of a training run (log scale)")
+        axis.set_title(title)
+        axis.grid(alpha=0.3)
+    for arm in _published_arms():
+        axes[0].scatter(
+            arm.study.wall_seconds,
+            arm.study.rolling_reward,
+            marker="*",
+            s=90,
+            zorder=3,
+            label=f"study: {arm.study.label}",
+        )
+    axes[0].set_ylabel("mean reward per step")
+    axes[0].set_ylim(bottom=-0.1, top=0.85)
+    axes[1].legend(fontsize=7, loc="lower right")
+    axes[0].legend(fontsize=7, loc="lower right")
+    figure.suptitle("DQN on Doors-v0: mean over seeds, band = min to max")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write_all(
+    out: pathlib.Path, table: str, rows: list[Summary], oracle: dict[str, float], results: Sequence[ArmRuns]
+) -> dict[str, pathlib.Path]:
+    """Writes the table, both CSVs and the plot under ``out``; returns their paths by kind."""
+    paths = {
+        "markdown": out / "compare.md",
+        "csv": out / "compare.csv",
+        "seeds_csv": out / "compare_seeds.csv",
+        "plot": out / "learning_curves.png",
+        "breakdown": out / "time_breakdown.png",
+    }
+    paths["markdown"].write_text(table)
+    write_csv(rows, oracle, paths["csv"])
+    write_seed_csv(results, paths["seeds_csv"])
+    plot_curves(results, oracle, paths["plot"])
+    plot_breakdown(rows, paths["breakdown"])
+    return paths
+
+
+def breakdown_table(rows: Sequence[Summary]) -> str:
+    """Mean seconds per seed of each phase, per arm, and ms per update (Markdown)."""
+    lines = [
+        "| arm | " + " | ".join(name.replace("_", " ") for name in PHASES) + " | ms per update |",
+        "|---|" + "---:|" * (len(PHASES) + 1),
+    ]
+    for row in rows:
+        cells = " | ".join(f"{row.phases.get(name, math.nan):.2f}" for name in PHASES)
+        lines.append(f"| {row.label} | {cells} | {row.ms_per_update:.3f} |")
+    return "\n".join(lines)
+
+
+def plot_breakdown(rows: Sequence[Summary], path: pathlib.Path) -> None:
+    """Where each arm's wall time per seed goes: one stacked bar per arm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(11, 0.6 * len(rows) + 2))
+    labels = [row.label for row in rows]
+    left = np.zeros(len(rows))
+    colors = plt.get_cmap("tab10")
+    for index, name in enumerate(PHASES):
+        values = np.array([row.phases.get(name, 0.0) for row in rows], dtype=float)
+        values = np.nan_to_num(values)
+        axis.barh(labels, values, left=left, color=colors(index), label=name.replace("_", " "))
+        left += values
+    axis.invert_yaxis()
+    axis.set_xlabel("wall-clock seconds per seed")
+    axis.set_title("Where the time goes (flax-scan: its scan's time split as its compiled pieces take it apart)")
+    axis.legend(
+        ncol=len(PHASES), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(rows) > 2 else -0.4)
+    )
+    axis.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+STUDY_PLOTS = ("optimization_history", "param_importances", "contour")
+
+
+def log_study_plots(study: Any) -> list[str]:
+    """Logs the Optuna plots (HTML and PNG), best params and value on the active (parent) run.
+
+    Returns the artifact paths written. A plot that cannot be drawn yet (too
+    few complete trials) is replaced by a ``.txt`` artifact saying why.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import mlflow
+    import optuna
+    import optuna.visualization as plotly_plots
+    import optuna.visualization.matplotlib as matplotlib_plots
+
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    finished = study.get_trials(
+        deepcopy=False, states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    )
+    written = []
+    if complete:
+        best = study.best_trial
+        mlflow.log_metrics({"best_value": best.value, "finished_trials": float(len(finished))}, step=len(study.trials))
+        mlflow.set_tags({f"best.{key}": str(value) for key, value in best.params.items()})
+        mlflow.set_tag("best.trial", str(best.number))
+        mlflow.set_tag("best.mlflow_run_id", best.user_attrs.get("mlflow_run_id", ""))
+        mlflow.log_dict(
+            {"trial": best.number, "value": best.value, "params": best.params, "user_attrs": best.user_attrs},
+            "best_params.json",
+        )
+        written.append("best_params.json")
+    contour_params = None
+    if len(complete) >= 2:
+        try:
+            importances = optuna.importance.get_param_importances(study)
+            contour_params = list(importances)[:3] if len(importances) >= 2 else None
+        except (RuntimeError, ValueError):
+            contour_params = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in STUDY_PLOTS:
+            kwargs = {"params": contour_params} if name == "contour" and contour_params else {}
+            try:
+                if name == "contour" and not contour_params:
+                    raise ValueError("a contour needs two complete trials and two varying params")
+                figure = getattr(plotly_plots, f"plot_{name}")(study, **kwargs)
+                mlflow.log_text(figure.to_html(include_plotlyjs=True, full_html=True), f"plots/{name}.html")
+                axes = getattr(matplotlib_plots, f"plot_{name}")(study, **kwargs)
+                mpl_figure = np.asarray(axes).flat[0].figure
+                if name == "contour":  # Optuna places the colour bar itself; tight_layout would cover the plots
+                    mpl_figure.set_size_inches(13, 11)
+                else:
+                    mpl_figure.set_size_inches(11, 6)
+                    mpl_figure.tight_layout()
+                mlflow.log_figure(mpl_figure, f"plots/{name}.png")
+                plt.close(mpl_figure)
+                written += [f"plots/{name}.html", f"plots/{name}.png"]
+            except (ValueError, RuntimeError, ZeroDivisionError) as error:
+                mlflow.log_text(f"{name} not drawn: {error}\n", f"plots/{name}.txt")
+                written.append(f"plots/{name}.txt")
+    return written

@@ -1,0 +1,134 @@
+"""Trained agents as MLflow models: one ``pyfunc`` interface for every arm, served over HTTP by MLflow.
+
+:func:`log_policy` logs an arm's model file as an MLflow ``pyfunc`` model, from
+code (``pyfunc_entry.py``): MLflow runs that small file to load it, so nothing
+is unpickled: the weights are the arm's own file (a torch archive read with
+``weights_only=True``, or Flax msgpack parameters with the network's config).
+``mlflow.pyfunc.load_model(uri).predict(obs)`` takes a batch of grid
+observations, ``(n, H * W)`` int16, and returns a DataFrame with the greedy
+``action`` and the five Q-values (``q_stay`` ... ``q_up``), the actions those of
+the arm's own ``act``. ``mlflow models serve -m models:/doors-<arm>@champion``
+answers the same over HTTP.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import tempfile
+import warnings
+from typing import Any
+
+import mlflow
+import mlflow.pyfunc
+import numpy as np
+import pandas as pd
+
+import doors_gym
+from doors_gym import core
+
+from .arms import FRAMEWORK_STACKS, get_arm, load_model
+from .metrics import TrainResult
+
+MODEL_PATH = "model"
+"""Where a run's pyfunc model lives (``runs:/<run id>/model``)."""
+MODEL_FILE = "model_file"
+"""The pyfunc model's artifact key of the arm's own model file."""
+Q_COLUMNS = tuple(f"q_{name}" for name in core.ACTION_NAMES)
+ENTRY = pathlib.Path(__file__).with_name("pyfunc_entry.py")
+"""The file MLflow runs to build the model (models from code)."""
+CHAMPION = "champion"
+"""The registry alias of each arm's best model of a comparison."""
+
+
+def registered_name(arm: Any) -> str:
+    """The registered model of an arm: ``doors-<arm>``."""
+    return f"doors-{arm.name}"
+
+
+def register_champion(arm: Any, model_uri: str) -> int:
+    """Registers ``model_uri`` as a new version of ``doors-<arm>`` and points its ``champion`` alias at it."""
+    client = mlflow.MlflowClient()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        version = mlflow.register_model(model_uri, registered_name(arm))
+    client.set_registered_model_alias(registered_name(arm), CHAMPION, version.version)
+    return int(version.version)
+
+
+class DoorsPolicy(mlflow.pyfunc.PythonModel):
+    """Greedy actions and Q-values of a trained DQN agent of any arm, from the arm's own model file."""
+
+    def load_context(self, context: Any) -> None:
+        """Reads the model file (by content: torch archive or Flax msgpack; nothing unpickled)."""
+        self.arm, self.model, self.config = load_model(context.artifacts[MODEL_FILE])
+
+    def predict(self, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        """``(n, H * W)`` grids -> a DataFrame of ``action`` and the Q-values ``q_stay`` ... ``q_up``."""
+        obs = np.asarray(model_input.values if hasattr(model_input, "values") else model_input)
+        obs = obs.reshape(-1, self.config.params.num_cells).astype(core.OBS_DTYPE)
+        q_values = np.asarray(self.model.q_values(obs), dtype=np.float32)
+        table = {"action": self.arm.act(self.model, obs).astype(np.int64)}
+        table.update({name: q_values[:, index] for index, name in enumerate(Q_COLUMNS)})
+        return pd.DataFrame(table)
+
+
+def signature(num_cells: int) -> Any:
+    """Input ``(n, H * W)`` int16 grids; output the action and the Q-values, per row."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema, TensorSpec
+
+    inputs = Schema([TensorSpec(np.dtype(core.OBS_DTYPE), (-1, num_cells))])
+    outputs = Schema([ColSpec("long", "action"), *(ColSpec("float", name) for name in Q_COLUMNS)])
+    return ModelSignature(inputs=inputs, outputs=outputs)
+
+
+def example_observations(params: Any, count: int = 2) -> np.ndarray:
+    """``count`` start observations of the layout (the input example)."""
+    from .evaluation import all_start_states
+
+    return np.asarray(core.observation(params, all_start_states(params)))[:count]
+
+
+def log_policy(result: TrainResult, seed_index: int = 0) -> str:
+    """Logs one seed's trained agent of ``result`` to the active run as the pyfunc model ``model``.
+
+    Returns the model's URI (``runs:/<run id>/model``). torch arms also keep their
+    native flavour (``torch-model``).
+    """
+    arm = get_arm(result.arm)
+    params = result.config.params
+    with tempfile.TemporaryDirectory() as folder:
+        path = arm.save(result, pathlib.Path(folder) / "model.bin", seed_index=seed_index)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            info = mlflow.pyfunc.log_model(
+                name=MODEL_PATH,
+                python_model=str(ENTRY),
+                artifacts={MODEL_FILE: str(path)},
+                signature=signature(params.num_cells),
+                input_example=example_observations(params),
+                pip_requirements=[f"doors-gym=={doors_gym.__version__}", *FRAMEWORK_STACKS[arm.framework]],
+            )
+    if arm.framework == "torch":
+        from mlflow import pytorch as mlflow_pytorch
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # pt2 (torch.export) traces forward on the example; the batch size stays dynamic.
+            mlflow_pytorch.log_model(
+                result.model.network,
+                name="torch-model",
+                input_example=example_observations(params),
+                serialization_format="pt2",
+                pip_requirements=[f"doors-gym=={doors_gym.__version__}", "torch"],
+            )
+    return f"runs:/{info.run_id}/{MODEL_PATH}"  # MLflow 3's own info.model_uri is models:/m-<id>
+
+
+def download_model_file(uri: str, folder: str | pathlib.Path) -> pathlib.Path:
+    """The arm's own model file inside the MLflow model at ``uri`` (``runs:/...``, ``models:/...``), downloaded."""
+    local = pathlib.Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(folder)))
+    files = sorted(path for path in (local / "artifacts").glob("*") if path.is_file())
+    if not files:
+        raise ValueError(f"{uri!r} is not a doors-gym MLflow model: it has no artifacts/ model file")
+    return files[0]

@@ -1,0 +1,117 @@
+"""The baselines' commands behave as one program: one arm vocabulary, flags mapped to the right dataclass,
+the save path checked before training, model files recognised by content."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from doors_gym import cli
+from doors_gym_baselines import arms, compare
+from doors_gym_baselines.arms import ARMS
+
+
+def test_compare_flags_reach_the_options_and_the_run_settings(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake_compare(options, run):
+        seen.update(options=options, run=run)
+        return compare.Outcome(rows=[], oracle={}, table="a table", paths={}, run_id="x")
+
+    monkeypatch.setattr(compare, "compare", fake_compare)
+    argv = ["compare", "--full", "--arms", "flax-scan", "--grid-size", "9", "21", "--n-doors", "4", "--quiet"]
+    assert cli.main([*argv, "--out", str(tmp_path)]) == 0
+    options, run = seen["options"], seen["run"]
+    assert options.preset == "full" and options.arms == ("flax-scan",) and options.total_steps is None
+    assert run.grid_size == (9, 21) and run.n_doors == 4 and run.quiet is True
+    # The preset's budget stands unless --total-steps overrides it.
+    assert options.base_config(run).run.total_steps == 500_000
+    assert options.base_config(run).params.grid_size == (9, 21)
+
+
+def test_tune_flags_reach_the_study_and_every_trial(monkeypatch):
+    from doors_gym_baselines import tuning
+
+    seen = {}
+    monkeypatch.setattr(tuning, "tune", lambda options, run: seen.update(options=options, run=run) or None)
+    monkeypatch.setattr(tuning, "describe", lambda study: "described")
+    argv = ["tune", "--arm", "torch-jax", "--n-trials", "3", "--total-steps", "4000", "--grid-size", "5", "7"]
+    assert cli.main([*argv, "--seed", "9", "--no-models"]) == 0
+    options, run = seen["options"], seen["run"]
+    assert (options.arm, options.n_trials, options.models) == ("torch-jax", 3, False)
+    assert (run.total_steps, run.eval_every, run.seed, run.grid_size) == (4000, 10_000, 9, (5, 7))
+
+
+def test_every_command_takes_the_same_arm_names_and_layout_flags(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # help lines unwrapped, so no name breaks at a hyphen
+    for command in ("train", "tune", "compare"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        text = capsys.readouterr().out
+        for flag in ("--grid-size", "--n-doors", "--door-cols", "--max-episode-steps"):
+            assert flag in text, (command, flag)
+        for name in ARMS:
+            assert name in text, (command, name)
+
+
+def test_every_flag_has_a_help_line():
+    parser = cli.build_parser()
+    commands = next(action for action in parser._actions if action.dest == "command")
+    for name, subparser in commands.choices.items():
+        for action in subparser._actions:
+            assert action.help, f"doors-gym {name} {action.option_strings or action.dest} has no help line"
+
+
+def test_save_into_a_missing_folder_creates_it_before_training(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("flax")
+    path = tmp_path / "new" / "folder" / "model.bin"
+    argv = ["train", "--arm", "flax-numpy", "--total-steps", "600", "--learning-starts", "100", "--num-envs", "4"]
+    assert cli.main([*argv, "--eval-every", "0", "--quiet", "--save", str(path)]) == 0
+    assert path.is_file() and f"saved the model to {path}" in capsys.readouterr().out
+    # A path that cannot be written fails before any training.
+    monkeypatch.setattr(arms.Arm, "train", lambda *args, **kwargs: pytest.fail("training started"))
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    with pytest.raises(SystemExit) as caught:
+        cli.main([*argv, "--save", str(blocked / "model.bin")])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "--save" in err and "cannot be written" in err and "usage: doors-gym train" in err
+
+
+@pytest.mark.parametrize(("arm", "name"), [("flax", "model.pt"), ("torch", "model.msgpack"), ("torch", "model")])
+def test_a_model_file_is_recognised_by_content_not_name(arm, name, trained, tmp_path):
+    module, result = trained(arm, "Doors-v0")
+    path = tmp_path / name
+    module.save_model(result, str(path))
+    loaded_arm, model, config = arms.load_model(path)
+    assert loaded_arm.name == result.arm and config == result.config
+    obs = np.zeros((1, 225), dtype=np.int16)
+    obs[0, 3], obs[0, 220] = 3, 1
+    np.testing.assert_array_equal(loaded_arm.act(model, obs), result.model.act(obs))
+
+
+def test_a_foreign_file_is_refused_clearly(tmp_path):
+    path = tmp_path / "notes.pt"
+    path.write_text("hello")
+    with pytest.raises(ValueError, match="is not a doors-gym model file"):
+        arms.load_model(path)
+
+
+def test_num_seeds_is_an_error_for_arms_that_train_one_seed(capsys):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["train", "--arm", "torch-numpy", "--num-seeds", "4"])
+    assert caught.value.code == 2
+    assert "--num-seeds 4 is not supported by the torch-numpy arm" in capsys.readouterr().err
+
+
+def test_python_m_doors_gym_baselines_runs_the_commands():
+    import subprocess
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "doors_gym_baselines", "tune", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("usage: doors-gym tune") and "--n-trials" in completed.stdout
