@@ -92,7 +92,8 @@ def add_arguments(
                 type=hint,
                 default=default,
                 choices=spec.metadata.get("choices"),
-                help=f"{help_text} (default: %(default)s)",
+                # A help text that explains its own default (a None that stands for a fallback) keeps it.
+                help=help_text if "(default" in help_text else f"{help_text} (default: %(default)s)",
             )
 
 
