@@ -58,11 +58,15 @@ def register_champion(arm: Any, model_uri: str) -> int:
 class DoorsPolicy(mlflow.pyfunc.PythonModel):
     """Greedy actions and Q-values of a trained DQN agent of any arm, from the arm's own model file."""
 
+    # The schema is the explicit :func:`signature`, so MLflow must not read one from predict's type hints: it
+    # would warn at class creation and at every log that ``Any`` is none (hence model_input has no hint).
+    _skip_type_hint_validation = True
+
     def load_context(self, context: Any) -> None:
         """Reads the model file (by content: torch archive or Flax msgpack; nothing unpickled)."""
         self.arm, self.model, self.config = load_model(context.artifacts[MODEL_FILE])
 
-    def predict(self, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
+    def predict(self, context: Any, model_input, params: dict[str, Any] | None = None) -> pd.DataFrame:  # noqa: ANN001
         """``(n, H * W)`` grids -> a DataFrame of ``action`` and the Q-values ``q_stay`` ... ``q_up``."""
         obs = np.asarray(model_input.values if hasattr(model_input, "values") else model_input)
         obs = obs.reshape(-1, self.config.params.num_cells).astype(core.OBS_DTYPE)

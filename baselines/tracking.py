@@ -30,6 +30,8 @@ from .metrics import HistoryRow, TrainResult
 
 # MLflow's usage telemetry would try the network on every run; nothing here may.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+# Its per-download progress bars (every model logged or loaded) would bury our own progress bar.
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 T = TypeVar("T")
 
