@@ -473,21 +473,8 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
         "devices": [str(group.device) for group in groups],
         "seeds_per_device": [len(group.seeds) for group in groups],
     }
-    return finish(
-        arm,
-        config,
-        start,
-        history,
-        last,
-        phases=phases,
-        method=method,
-        wall_seconds=wall_seconds,
-        env_steps=global_step * run.num_seeds,
-        updates=updates,
-        model=model,
-        losses=losses,
-        facts=facts,
-    )
+    figures = {"env_steps": global_step * run.num_seeds, "updates": updates, "model": model, "losses": losses}
+    return finish(arm, config, start, history, last, phases, method, wall_seconds, facts=facts, **figures)
 
 
 PROFILE_CALLS = 30

@@ -25,7 +25,9 @@ from typing import Any
 
 import torch
 
-from doors_gym.core import AGENT, GOAL
+import numpy as np
+
+from doors_gym.core import AGENT, GOAL, OBS_DTYPE
 
 from . import loop
 from .config import DQNConfig
@@ -34,6 +36,7 @@ from .dqn_torch import QNetwork, TorchLearner
 from .dqn_torch import load_model  # noqa: F401  (the torch model format)
 from .loop import save_model  # noqa: F401  (save_model: this file's arm interface)
 from .metrics import TrainResult
+from .replay import CELL_DTYPE
 
 
 class CompiledTorchLearner(TorchLearner):
@@ -60,9 +63,9 @@ class CompiledTorchLearner(TorchLearner):
         hyper, num_cells = config.hyperparameters, config.params.num_cells
         for size in sorted({hyper.num_envs, config.params.width**2}):
             with torch.no_grad():
-                self._greedy(stand_in_observations(size, num_cells, torch.int16, self.device))
+                self._greedy(stand_in_observations(size, num_cells, torch_dtype(OBS_DTYPE), self.device))
         batch_size = hyper.batch_size
-        obs = stand_in_observations(batch_size, num_cells, torch.int8, self.device)
+        obs = stand_in_observations(batch_size, num_cells, torch_dtype(CELL_DTYPE), self.device)
         zeros = torch.zeros(batch_size, device=self.device)
         actions = torch.zeros(batch_size, dtype=torch.int64, device=self.device)
         for _ in range(2):  # the optimizer's first step initialises its state: a second graph
@@ -74,6 +77,11 @@ class CompiledTorchLearner(TorchLearner):
         self.optimizer.load_state_dict(optimizer)
         self.optimizer.state.clear()
         return time.perf_counter() - start
+
+
+def torch_dtype(dtype: Any) -> torch.dtype:
+    """The torch dtype of a NumPy dtype (the envs' observations, the replay buffer's cells)."""
+    return getattr(torch, np.dtype(dtype).name)
 
 
 def stand_in_observations(size: int, num_cells: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:

@@ -297,16 +297,5 @@ def train(
         "evaluation": schedule.seconds,
         "compile": getattr(learner, "compile_seconds", 0.0),
     }
-    return finish(
-        arm,
-        config,
-        start,
-        history,
-        last,
-        phases=phases,
-        env_steps=global_step,
-        updates=updates,
-        model=learner,
-        losses=losses,
-        facts=getattr(learner, "facts", {}),
-    )
+    figures = {"env_steps": global_step, "updates": updates, "model": learner, "losses": losses}
+    return finish(arm, config, start, history, last, phases, facts=getattr(learner, "facts", {}), **figures)

@@ -48,9 +48,12 @@ def registered_name(arm: Any) -> str:
 def register_champion(arm: Any, model_uri: str) -> int:
     """Registers ``model_uri`` as a new version of ``doors-<arm>`` and points its ``champion`` alias at it."""
     client = mlflow.MlflowClient()
+    # MLflow 3 keeps a run's models apart from its artifacts: register the logged model itself (models:/m-<id>),
+    # which a runs:/ URI resolves to, instead of letting the registry warn that the run has no such artifact.
+    source = mlflow.models.get_model_info(model_uri).model_uri
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        version = mlflow.register_model(model_uri, registered_name(arm))
+        version = mlflow.register_model(source, registered_name(arm))
     client.set_registered_model_alias(registered_name(arm), CHAMPION, version.version)
     return int(version.version)
 

@@ -230,7 +230,7 @@ def run_play(args: argparse.Namespace) -> int:
     """``doors-gym play``: one step per key press in a window (display only: no audio, no console noise)."""
     keys = keys_to_action()
     pygame = import_pygame("doors-gym play")
-    require_display("doors-gym play")
+    require_display("play")
     env = _make_env(args, "rgb_array", cell_pixels=args.cell_pixels)
     window = rendering.HumanWindow("Doors - play", args.fps)
     print(f"Doors: {KEYS_HELP}.")
