@@ -1,6 +1,6 @@
 # Fresh-machine set-up and the two jobs of the README.
-#   make main   set up .venv, run `doors-gym compare --quick` (every DQN arm x 5 seeds, about 10 minutes on
-#               2 cores): the table in out/compare/, every run in MLflow (./mlflow.db, ./mlruns)
+#   make main   set up .venv, run `doors-gym compare --quick` (the default DQN arms x 5 seeds, about 4 minutes
+#               on 2 cores once the venv is built): the table in out/compare/, every run in MLflow (./mlflow.db, ./mlruns)
 #   make test   set up .venv, run the test suite
 PYTHON ?= python3
 VENV ?= .venv

@@ -66,7 +66,7 @@ class CompareOptions:
         "quick",
         "hyperparameters and budget",
         switches={
-            "quick": "100k env steps per seed, about 10 minutes on 2 cores",
+            "quick": "100k env steps per seed, about 4 minutes on 2 cores",
             "full": "the study's protocol: 500k env steps per seed",
         },
     )
