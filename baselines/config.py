@@ -69,7 +69,15 @@ class Hyperparameters:
     gamma: float = field(0.95, "discount factor")
     num_envs: int = field(16, "parallel envs; their actions come from one batched forward pass")
     train_frequency: int = field(1, "vector steps between gradient updates")
-    target_update: int = field(250, "gradient updates between copies of the online network into the target")
+    target_update: int = field(250, "gradient updates between updates of the target network")
+    tau: float = field(
+        1.0, "at each target update, target <- tau * online + (1 - tau) * target (1: a copy; < 1: Polyak averaging)"
+    )
+    double_dqn: bool = field(False, "Double DQN: the online network picks the next action, the target values it")
+    lr_end_fraction: float = field(
+        1.0, "learning rate at the last update, as a fraction of learning_rate (linear decay; 1: constant)"
+    )
+    max_grad_norm: float = field(0.0, "clip the gradients' global norm to this (0: no clipping)")
     learning_starts: int = field(5_000, "env steps before the first update")
     start_epsilon: float = field(1.0, "exploration rate at the start")
     end_epsilon: float = field(0.01, "exploration rate after the decay")
@@ -92,8 +100,15 @@ class Hyperparameters:
                 f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: "
                 "expected batch_size <= buffer_size"
             )
-        for name in ("gamma", "start_epsilon", "end_epsilon", "exploration_fraction"):
+        for name in ("gamma", "start_epsilon", "end_epsilon", "exploration_fraction", "lr_end_fraction"):
             check_fraction(name, getattr(self, name))
+        if isinstance(self.tau, bool) or not (isinstance(self.tau, (int, float)) and 0.0 < self.tau <= 1.0):
+            raise ValueError(f"tau={self.tau!r} is out of range: expected a number in (0, 1]")
+        norm = self.max_grad_norm
+        if isinstance(norm, bool) or not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
+            raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a finite number >= 0 (0: no clipping)")
+        if not isinstance(self.double_dqn, bool):
+            raise ValueError(f"double_dqn={self.double_dqn!r} is invalid: expected True or False")
         sizes = self.hidden_sizes
         if not sizes or any(isinstance(width, bool) or not isinstance(width, int) or width < 1 for width in sizes):
             raise ValueError(f"hidden_sizes={sizes!r} is invalid: expected one or more integers >= 1")
@@ -192,6 +207,17 @@ class DQNConfig:
     def num_iterations(self) -> int:
         """Vector steps in the run."""
         return self.run.total_steps // self.hyperparameters.num_envs
+
+    @property
+    def num_updates(self) -> int:
+        """Gradient updates in the run: vector steps past ``learning_starts`` whose index is a multiple of
+        ``train_frequency`` (the schedule of every arm's loop; the learning rate decays over them)."""
+        hyper = self.hyperparameters
+        first = hyper.learning_starts // hyper.num_envs  # the first iteration with (i + 1) * num_envs > starts
+        if first >= self.num_iterations:
+            return 0
+        start = -(-first // hyper.train_frequency) * hyper.train_frequency  # first multiple of train_frequency
+        return max(0, -(-(self.num_iterations - start) // hyper.train_frequency))
 
     def epsilon(self, step: int) -> float:
         """Linearly decayed exploration rate at env step ``step``."""

@@ -93,10 +93,25 @@ class LearnerState(NamedTuple):
 
 
 def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
-    """Adam or SGD at the config's learning rate."""
+    """Adam or SGD at the config's learning rate, decayed linearly and after gradient clipping if asked.
+
+    The decay reaches ``lr_end_fraction`` of the rate at the run's last update,
+    as the torch arms' scheduler does; clipping bounds the gradients' global norm.
+    """
     hyper = config.hyperparameters
-    optimizer = optax.adam if hyper.optimizer == "adam" else optax.sgd
-    return optimizer(hyper.learning_rate)
+    rate: Any = hyper.learning_rate
+    if hyper.lr_end_fraction < 1.0:
+        end = hyper.learning_rate * hyper.lr_end_fraction
+        rate = optax.linear_schedule(hyper.learning_rate, end, max(1, config.num_updates - 1))
+    optimizer = (optax.adam if hyper.optimizer == "adam" else optax.sgd)(rate)
+    if hyper.max_grad_norm > 0:
+        return optax.chain(optax.clip_by_global_norm(hyper.max_grad_norm), optimizer)
+    return optimizer
+
+
+def updated_target(params: Any, target_params: Any, tau: float) -> Any:
+    """The target parameters after a target update: the online ones, or ``tau`` of the way towards them."""
+    return params if tau >= 1.0 else optax.incremental_update(params, target_params, tau)
 
 
 def make_loss(network: QNetwork, config: DQNConfig):
@@ -105,7 +120,12 @@ def make_loss(network: QNetwork, config: DQNConfig):
 
     def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...]) -> jax.Array:
         obs, actions, rewards, next_obs, terminated = batch
-        next_values = network.apply(target_params, next_obs).max(axis=1)
+        next_q = network.apply(target_params, next_obs)
+        if hyper.double_dqn:  # the online network picks the next action, the target network values it
+            next_actions = network.apply(params, next_obs).argmax(axis=1)
+            next_values = jnp.take_along_axis(next_q, next_actions[:, None], axis=1).squeeze(1)
+        else:
+            next_values = next_q.max(axis=1)
         # Bootstrap through truncation: only termination cuts the return.
         targets = jax.lax.stop_gradient(rewards + hyper.gamma * next_values * (1.0 - terminated))
         values = jnp.take_along_axis(network.apply(params, obs), actions[:, None], axis=1).squeeze(1)
@@ -186,6 +206,7 @@ class FlaxLearner(FlaxPolicy):
         optimizer = make_optimizer(config)
         self.state = LearnerState(params, params, optimizer.init(params))
         self._update = make_update(network, optimizer, config)
+        self.tau = config.hyperparameters.tau
         super().__init__(network, params)
         self.facts = {"jax_version": jax.__version__, "jax_devices": str(jax.devices())}
         self.compile_seconds = self._compile(config)
@@ -208,8 +229,10 @@ class FlaxLearner(FlaxPolicy):
         return float(loss)
 
     def sync_target(self) -> None:
-        """Copies the online parameters into the target."""
-        self.state = self.state._replace(target_params=self.state.params)
+        """Updates the target: a copy of the online parameters, or ``tau`` of the way towards them (Polyak)."""
+        self.state = self.state._replace(
+            target_params=updated_target(self.state.params, self.state.target_params, self.tau)
+        )
 
 
 def train(config: DQNConfig, trial: Any = None) -> TrainResult:

@@ -31,7 +31,16 @@ from doors_gym.jax import functional as F
 
 from .arms import arm_of
 from .config import DQNConfig
-from .dqn_flax import FlaxPolicy, LearnerState, QNetwork, cells_of_states, init_params, make_loss, make_optimizer
+from .dqn_flax import (
+    FlaxPolicy,
+    LearnerState,
+    QNetwork,
+    cells_of_states,
+    init_params,
+    make_loss,
+    make_optimizer,
+    updated_target,
+)
 from .dqn_flax import load_model as load_model
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
 from .loop import EvaluationSchedule, Progress, finish, prune
@@ -196,7 +205,8 @@ def make_train(config: DQNConfig) -> ScanTrain:
         changes, opt_state = optimizer.update(grads, learner.opt_state, learner.params)
         network_params = optax.apply_updates(learner.params, changes)
         updates = runner.updates + 1
-        target_params = optax.periodic_update(network_params, learner.target_params, updates, hyper.target_update)
+        target = updated_target(network_params, learner.target_params, hyper.tau)
+        target_params = optax.periodic_update(target, learner.target_params, updates, hyper.target_update)
         return runner._replace(learner=LearnerState(network_params, target_params, opt_state), updates=updates), loss
 
     def update(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:

@@ -64,10 +64,30 @@ class QNetwork(nn.Module):
 
 
 def make_optimizer(config: DQNConfig, parameters: Any) -> torch.optim.Optimizer:
-    """Adam or SGD at the config's learning rate."""
+    """Adam or SGD at the config's learning rate.
+
+    A decaying rate is a tensor that the schedule changes in place, so a compiled
+    step reads it instead of recompiling at every new value.
+    """
     hyper = config.hyperparameters
     optimizer = torch.optim.Adam if hyper.optimizer == "adam" else torch.optim.SGD
-    return optimizer(parameters, lr=hyper.learning_rate)
+    decays = hyper.lr_end_fraction < 1.0
+    return optimizer(parameters, lr=torch.tensor(hyper.learning_rate) if decays else hyper.learning_rate)
+
+
+def make_scheduler(config: DQNConfig, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """The linear learning-rate decay to ``lr_end_fraction`` at the run's last update (None when constant).
+
+    Stepped after every update: update ``k`` (from 0) runs at
+    ``learning_rate * (1 - (1 - lr_end_fraction) * min(1, k / (num_updates - 1)))``, as optax's
+    ``linear_schedule`` gives the Flax arms.
+    """
+    hyper = config.hyperparameters
+    if hyper.lr_end_fraction >= 1.0:
+        return None
+    span = max(1, config.num_updates - 1)
+    drop = 1.0 - hyper.lr_end_fraction
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 - drop * min(1.0, k / span))
 
 
 class TorchLearner:
@@ -83,7 +103,9 @@ class TorchLearner:
         self.target_network = QNetwork(num_cells, hyper.hidden_sizes).to(self.device)
         self.target_network.load_state_dict(self.network.state_dict())
         self.optimizer = make_optimizer(config, self.network.parameters())
+        self.scheduler = make_scheduler(config, self.optimizer)
         self.loss_function = nn.SmoothL1Loss() if hyper.loss == "huber" else nn.MSELoss()
+        self.double_dqn, self.tau, self.max_grad_norm = hyper.double_dqn, hyper.tau, hyper.max_grad_norm
 
         self._greedy = self.greedy_actions
         self._step = self.gradient_step
@@ -104,7 +126,10 @@ class TorchLearner:
     def update(self, batch: Batch) -> float:
         """One gradient step; bootstraps through truncation (only termination cuts the return)."""
         self.optimizer.zero_grad()  # outside the step: torch.compile does not trace it
-        return self._step(*(torch.as_tensor(array, device=self.device) for array in batch)).item()
+        loss = self._step(*(torch.as_tensor(array, device=self.device) for array in batch)).item()
+        if self.scheduler is not None:
+            self.scheduler.step()
+        return loss
 
     def greedy_actions(self, obs: torch.Tensor) -> torch.Tensor:
         """``(batch,)`` greedy actions of ``(batch, H * W)`` observations."""
@@ -120,17 +145,29 @@ class TorchLearner:
     ) -> torch.Tensor:
         """The TD loss of a batch, its gradient and the optimizer's step (gradients zeroed before); returns the loss."""
         with torch.no_grad():
-            next_values = self.target_network(next_obs).max(dim=1).values
+            next_q = self.target_network(next_obs)
+            if self.double_dqn:
+                next_actions = self.network(next_obs).argmax(dim=1, keepdim=True)
+                next_values = next_q.gather(1, next_actions).squeeze(1)
+            else:
+                next_values = next_q.max(dim=1).values
             targets = rewards + self.gamma * next_values * (1.0 - terminated)
         values = self.network(obs).gather(1, actions[:, None]).squeeze(1)
         loss = self.loss_function(values, targets)
         loss.backward()
+        if self.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(self.network.parameters(), self.max_grad_norm)
         self.optimizer.step()
         return loss.detach()
 
     def sync_target(self) -> None:
-        """Copies the online network into the target."""
-        self.target_network.load_state_dict(self.network.state_dict())
+        """Updates the target: a copy of the online network, or ``tau`` of the way towards it (Polyak)."""
+        if self.tau >= 1.0:
+            self.target_network.load_state_dict(self.network.state_dict())
+            return
+        with torch.no_grad():
+            for target, online in zip(self.target_network.parameters(), self.network.parameters()):
+                target.mul_(1.0 - self.tau).add_(online, alpha=self.tau)
 
     def save(self, path: str, arm: str, config: DQNConfig) -> None:
         """The ``state_dict`` and the config (plain types) with ``torch.save``: it loads with ``weights_only``."""

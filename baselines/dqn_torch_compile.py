@@ -19,7 +19,6 @@ choice is recorded in the run's facts.
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
@@ -55,28 +54,41 @@ class CompiledTorchLearner(TorchLearner):
         self.compile_seconds = self._compile(config)
 
     def _compile(self, config: DQNConfig) -> float:
-        """Runs each compiled function once on stand-in batches, then restores the learner; returns the seconds."""
+        """Runs each compiled function on stand-in batches, then puts the learner back; returns the seconds.
+
+        The stand-ins have the real batches' shapes, dtypes and aliasing (distinct observation tensors), and
+        the learner is put back in place (parameters copied into the same tensors, the optimizer's state
+        zeroed as a fresh one starts): a replaced tensor or an emptied state would fail the compiled graphs'
+        guards and recompile them inside the first updates.
+        """
         start = time.perf_counter()
-        saved = copy.deepcopy(
-            (self.network.state_dict(), self.target_network.state_dict(), self.optimizer.state_dict())
-        )
+        saved = [tensor.detach().clone() for tensor in self._parameters_in_place()]
         hyper, num_cells = config.hyperparameters, config.params.num_cells
         for size in sorted({hyper.num_envs, config.params.width**2}):
             with torch.no_grad():
                 self._greedy(stand_in_observations(size, num_cells, torch_dtype(OBS_DTYPE), self.device))
         batch_size = hyper.batch_size
-        obs = stand_in_observations(batch_size, num_cells, torch_dtype(CELL_DTYPE), self.device)
-        zeros = torch.zeros(batch_size, device=self.device)
+        obs, next_obs = (
+            stand_in_observations(batch_size, num_cells, torch_dtype(CELL_DTYPE), self.device) for _ in "ab"
+        )
+        rewards, terminated = torch.zeros(batch_size, device=self.device), torch.zeros(batch_size, device=self.device)
         actions = torch.zeros(batch_size, dtype=torch.int64, device=self.device)
         for _ in range(2):  # the optimizer's first step initialises its state: a second graph
             self.optimizer.zero_grad()
-            self._step(obs, actions, zeros, obs, zeros)
-        network, target, optimizer = saved
-        self.network.load_state_dict(network)
-        self.target_network.load_state_dict(target)
-        self.optimizer.load_state_dict(optimizer)
-        self.optimizer.state.clear()
+            self._step(obs, actions, rewards, next_obs, terminated)
+        self.optimizer.zero_grad()
+        with torch.no_grad():
+            for tensor, value in zip(self._parameters_in_place(), saved):
+                tensor.copy_(value)
+            for state in self.optimizer.state.values():
+                for value in state.values():
+                    if isinstance(value, torch.Tensor):
+                        value.zero_()  # step counts and moments, as before the first step
         return time.perf_counter() - start
+
+    def _parameters_in_place(self) -> list[torch.Tensor]:
+        """The online and target networks' parameters and buffers (what the warm-up changes)."""
+        return [*self.network.state_dict().values(), *self.target_network.state_dict().values()]
 
 
 def torch_dtype(dtype: Any) -> torch.dtype:

@@ -16,7 +16,9 @@ def suggest_hyperparameters(trial: Any, base: Hyperparameters) -> Hyperparameter
     """Samples the search space into ``base``, in well-conditioned coordinates.
 
     Log learning rate, ``1 - gamma`` on a log scale, powers of two for batch,
-    buffer and widths, log target update period and learning starts. Works with
+    buffer and widths, log target update period and learning starts, and the
+    stabilisers (Double DQN, log Polyak ``tau``, learning-rate decay, gradient
+    clipping), which the same config fields give every framework. Works with
     an ``optuna.trial.FixedTrial`` too, which turns a study's best params back
     into hyperparameters.
     """
@@ -35,14 +37,22 @@ def suggest_hyperparameters(trial: Any, base: Hyperparameters) -> Hyperparameter
         learning_starts=trial.suggest_int("learning_starts", 500, 10_000, log=True),
         exploration_fraction=trial.suggest_float("exploration_fraction", 0.05, 0.5),
         hidden_sizes=(width,) * depth,
+        double_dqn=trial.suggest_categorical("double_dqn", [False, True]),
+        tau=trial.suggest_float("tau", 0.01, 1.0, log=True),
+        lr_end_fraction=trial.suggest_float("lr_end_fraction", 0.0, 1.0),
+        max_grad_norm=trial.suggest_categorical("max_grad_norm", [0.0, 0.5, 1.0, 10.0]),
     )
+
+
+UNSTABILISED = {"double_dqn": False, "tau": 1.0, "lr_end_fraction": 1.0, "max_grad_norm": 0.0}
+"""The stabilisers' sampled values that leave plain DQN (for studies that began before they were searched)."""
 
 
 def hyperparameters_from_params(params: dict[str, Any], base: Hyperparameters) -> Hyperparameters:
     """The hyperparameters a trial with these sampled ``params`` trained (e.g. a study's ``best_params``)."""
     import optuna
 
-    return suggest_hyperparameters(optuna.trial.FixedTrial(params), base)
+    return suggest_hyperparameters(optuna.trial.FixedTrial({**UNSTABILISED, **params}), base)
 
 
 def learning_score(history: Sequence[HistoryRow]) -> float:

@@ -65,3 +65,29 @@ def random_evaluation() -> evaluation.Evaluation:
     """Greedy-evaluation figures of a seeded uniformly random policy on the default layout."""
     rng = np.random.default_rng(12345)
     return evaluation.evaluate_greedy(lambda obs: rng.integers(0, 5, len(obs)), DoorsParams())
+
+
+def make_fixed_batch(size: int = 128, num_cells: int = 225, seed: int = 0):
+    """A replay batch as the buffer stores it (int8): one agent and one goal per grid, except where a
+    terminated transition's next grid shows the agent on the goal (no goal code left)."""
+    rng = np.random.default_rng(seed)
+    obs = np.zeros((size, num_cells), dtype=np.int8)
+    next_obs = obs.copy()
+    rows = np.arange(size)
+    obs[rows, rng.integers(0, 15, size)] = 3
+    obs[rows, rng.integers(120, 225, size)] = 1
+    next_obs[rows, rng.integers(0, 15, size)] = 3
+    next_obs[rows, rng.integers(120, 225, size)] = 1
+    actions = rng.integers(0, 5, size)
+    rewards = rng.normal(0, 0.5, size).astype(np.float32)
+    terminated = (rng.random(size) < 0.25).astype(np.float32)
+    reached = terminated.astype(bool)
+    next_obs[reached] = 0
+    next_obs[reached, rng.integers(0, 15, int(reached.sum()))] = 1  # the agent covers the goal
+    return obs, actions, rewards, next_obs, terminated
+
+
+@pytest.fixture
+def fixed_batch():
+    """:func:`make_fixed_batch`: ``fixed_batch(size, num_cells, seed)``."""
+    return make_fixed_batch

@@ -15,44 +15,38 @@ from doors_gym_baselines.config import DQNConfig
 from doors_gym_baselines.metrics import PHASES
 
 
-def fixed_batch(size: int = 128, num_cells: int = 225, seed: int = 0):
-    """A replay batch as the buffer stores it (int8): one agent and one goal per grid, except where a
-    terminated transition's next grid shows the agent on the goal (no goal code left)."""
-    rng = np.random.default_rng(seed)
-    obs = np.zeros((size, num_cells), dtype=np.int8)
-    next_obs = obs.copy()
-    rows = np.arange(size)
-    obs[rows, rng.integers(0, 15, size)] = 3
-    obs[rows, rng.integers(120, 225, size)] = 1
-    next_obs[rows, rng.integers(0, 15, size)] = 3
-    next_obs[rows, rng.integers(120, 225, size)] = 1
-    actions = rng.integers(0, 5, size)
-    rewards = rng.normal(0, 0.5, size).astype(np.float32)
-    terminated = (rng.random(size) < 0.25).astype(np.float32)
-    reached = terminated.astype(bool)
-    next_obs[reached] = 0
-    next_obs[reached, rng.integers(0, 15, int(reached.sum()))] = 1  # the agent covers the goal
-    return obs, actions, rewards, next_obs, terminated
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
-def test_compiled_torch_update_equals_the_eager_one(optimizer):
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"optimizer": "adam"},
+        {"optimizer": "sgd"},
+        # The stabilisers: a decaying learning rate must not recompile the step at every new value.
+        {"optimizer": "sgd", "learning_rate": 0.1, "double_dqn": True, "tau": 0.5, "lr_end_fraction": 0.2,
+         "max_grad_norm": 0.5, "total_steps": 16 * 3, "learning_starts": 0},
+    ],
+    ids=["adam", "sgd", "stabilisers"],
+)  # fmt: skip
+def test_compiled_torch_update_equals_the_eager_one(settings, fixed_batch):
     pytest.importorskip("torch")
     from doors_gym_baselines.dqn_torch import TorchLearner
     from doors_gym_baselines.dqn_torch_compile import CompiledTorchLearner
 
-    config = DQNConfig.of(batch_size=128, num_envs=16, hidden_sizes=(64, 64), optimizer=optimizer, seed=3)
+    config = DQNConfig.of(batch_size=128, num_envs=16, hidden_sizes=(64, 64), seed=3, **settings)
     eager, compiled = TorchLearner(config), CompiledTorchLearner(config)
     assert compiled.compile_seconds > 0 and compiled.facts["torch_threads"] >= 1
     for name, value in eager.network.state_dict().items():  # the same initial network
         np.testing.assert_array_equal(value.numpy(), compiled.network.state_dict()[name].numpy())
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"]["unique_graphs"]
     for step in range(3):
         batch = fixed_batch(seed=step)
         eager_loss, compiled_loss = eager.update(batch), compiled.update(batch)
         assert compiled_loss == pytest.approx(eager_loss, rel=1e-5, abs=1e-7)
         for name, value in eager.network.state_dict().items():
             np.testing.assert_allclose(compiled.network.state_dict()[name].numpy(), value.numpy(), rtol=1e-4, atol=1e-6)
+    assert counters["stats"]["unique_graphs"] == graphs  # compiled before training: nothing recompiles
     eager.sync_target()
     compiled.sync_target()
     for obs in (fixed_batch(size=225)[0], fixed_batch(size=16)[3]):  # with and without goals
