@@ -32,6 +32,7 @@ from .arms import ARMS, REFERENCE_ARM, Arm
 from .config import DQNConfig
 from .evaluation import evaluate_greedy
 from .metrics import PHASES, SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, is_solved
+from .tracking import retry_creation_race
 
 FIGURES = ("rolling_reward", "greedy_success_rate", "greedy_normalised_return", "greedy_step_reward")
 """The final figures every seed reports, summarised over seeds."""
@@ -452,10 +453,18 @@ def log_study_plots(study: Any) -> list[str]:
     written = []
     if complete:
         best = study.best_trial
-        mlflow.log_metrics({"best_value": best.value, "finished_trials": float(len(finished))}, step=len(study.trials))
-        mlflow.set_tags({f"best.{key}": str(value) for key, value in best.params.items()})
-        mlflow.set_tag("best.trial", str(best.number))
-        mlflow.set_tag("best.mlflow_run_id", best.user_attrs.get("mlflow_run_id", ""))
+        tags = {f"best.{key}": str(value) for key, value in best.params.items()}
+        tags.update({"best.trial": str(best.number), "best.mlflow_run_id": best.user_attrs.get("mlflow_run_id", "")})
+
+        def summarise() -> None:
+            mlflow.log_metrics(
+                {"best_value": best.value, "finished_trials": float(len(finished))}, step=len(study.trials)
+            )
+            mlflow.set_tags(tags)
+
+        # Workers share the parent run: two that set a new tag at once collide in the store (a UNIQUE
+        # constraint); the loser's second try finds the tag and updates it.
+        retry_creation_race(summarise)
         mlflow.log_dict(
             {"trial": best.number, "value": best.value, "params": best.params, "user_attrs": best.user_attrs},
             "best_params.json",

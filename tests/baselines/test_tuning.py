@@ -340,3 +340,25 @@ def test_bad_flags_exit_2_with_a_clear_message(
         cli.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, monkeypatch):
+    from doors_gym_baselines import report
+
+    tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "race")
+    study = optuna.create_study(direction="maximize")
+    study.optimize(lambda trial: trial.suggest_float("x", 0.0, 1.0), n_trials=2)
+    real_set_tags, calls = mlflow.set_tags, []
+
+    def set_tags_losing_once(tags):
+        calls.append(tags)
+        if len(calls) == 1:  # what SQLite says when another worker inserted the same tag first
+            raise mlflow.exceptions.MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: tags.key")
+        return real_set_tags(tags)
+
+    monkeypatch.setattr(mlflow, "set_tags", set_tags_losing_once)
+    with mlflow.start_run() as run:
+        report.log_study_plots(study)
+    assert len(calls) == 2
+    tags = mlflow.MlflowClient().get_run(run.info.run_id).data.tags
+    assert tags["best.trial"] == str(study.best_trial.number) and "best.x" in tags
