@@ -224,9 +224,36 @@ def _finished(storage: str, study_name: str = "dqn-flax-numpy") -> list:
     return tuning.finished_trials(study)
 
 
-def _running(storage: str, study_name: str = "dqn-flax-numpy") -> bool:
-    study = optuna.load_study(study_name=study_name, storage=storage)
-    return any(trial.state == optuna.trial.TrialState.RUNNING for trial in study.trials)
+def _interruptible(storage: str, tracking_uri: str, study_name: str = "dqn-flax-numpy") -> bool:
+    """Whether the study has a finished trial and a running one whose MLflow run is open (read while paused)."""
+    try:
+        study = optuna.load_study(study_name=study_name, storage=storage)
+        trials = study.get_trials(deepcopy=False)
+        client = mlflow.MlflowClient(tracking_uri)
+        return any(trial.state.is_finished() for trial in trials) and any(
+            trial.state == optuna.trial.TrialState.RUNNING
+            and "mlflow_run_id" in trial.user_attrs
+            and client.get_run(trial.user_attrs["mlflow_run_id"]).info.status == "RUNNING"
+            for trial in trials
+        )
+    except Exception:  # no study yet, or the paused worker holds a write lock: look again later
+        return False
+
+
+def _kill_during_a_trial(process: subprocess.Popen, storage: str, tracking_uri: str) -> None:
+    """SIGKILLs ``process`` while a trial after its first runs; deterministic: it is paused (SIGSTOP) to look."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        os.killpg(process.pid, signal.SIGSTOP)
+        if _interruptible(storage, tracking_uri):
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return
+        os.killpg(process.pid, signal.SIGCONT)
+        time.sleep(0.2)
+    process.kill()
+    process.wait()
+    pytest.fail("the first worker never ran a second trial to interrupt")
 
 
 def test_killed_study_resumes_without_duplicates(tmp_path: pathlib.Path) -> None:
@@ -240,17 +267,7 @@ def test_killed_study_resumes_without_duplicates(tmp_path: pathlib.Path) -> None
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 240
-    # Kill it after its first trial, while its second is running.
-    while (
-        time.monotonic() < deadline
-        and first.poll() is None
-        and not (len(_finished(storage)) >= 1 and _running(storage))
-    ):
-        time.sleep(0.2)
-    time.sleep(0.5)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
+    _kill_during_a_trial(first, storage, tracking_uri)
     killed_at = len(_finished(storage))
     assert killed_at >= 1, "the first process should have finished a trial before the kill"
     time.sleep(2.5)  # past the grace period: the interrupted trial's heartbeat is stale
