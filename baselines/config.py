@@ -129,7 +129,12 @@ class RunSettings:
     eval_every: int = field(50_000, "env steps between greedy evaluations (0: only at the end)")
     rolling_episodes: int = field(2000, "training episodes in the rolling reward (the study's 2000)")
     stop_when_solved: bool = field(
-        False, "end training at the first evaluation that is solved (greedy success >= 99 %, rolling reward >= 0.75)"
+        False,
+        "end training once solved (greedy success >= 99 %, rolling reward >= 0.75) at every evaluation "
+        "of the last --hold-out-steps env steps",
+    )
+    hold_out_steps: int = field(
+        0, "env steps a run must stay solved, at every evaluation, to count as solved (0: solved at one evaluation)"
     )
     devices: int | None = field(
         None, "devices the seeds of one run spread over (default: one per core, or GPU, up to the seeds)"
@@ -149,6 +154,7 @@ class RunSettings:
         if self.devices is not None:
             check_at_least("devices", self.devices, 1)
         check_at_least("eval_every", self.eval_every, 0)
+        check_at_least("hold_out_steps", self.hold_out_steps, 0)
         self.params  # validates the layout
 
     @property

@@ -6,7 +6,8 @@ choices from its metadata (see :func:`doors_gym_baselines.config.field`).
 Metadata ``cli=False`` leaves a field off the command line, ``layout=True``
 marks the layout fields that come from ``doors_gym.cli.layout_parser`` (the
 same flags in every command), ``flag`` renames the flag and ``switches`` makes
-one flag per choice (``--quick`` / ``--full``).
+one flag per choice (``--quick`` / ``--full``), beside the flag that takes the
+value itself when the field also has a ``metavar``.
 
 We keep argparse rather than tyro: the flags keep their names and argparse's
 usage and errors (which the rest of ``doors-gym`` prints), for one small
@@ -61,6 +62,10 @@ def add_arguments(
         help_text = spec.metadata["help"].replace("%", "%%")  # argparse formats help with %
         if "switches" in spec.metadata:
             group = parser.add_mutually_exclusive_group()
+            if "metavar" in spec.metadata:  # the value itself too, beside one switch per named choice
+                group.add_argument(
+                    flag, dest=spec.name, metavar=spec.metadata["metavar"], help=f"{help_text} (default: {default})"
+                )
             for value, switch_help in spec.metadata["switches"].items():
                 suffix = " (the default)" if value == default else ""
                 group.add_argument(

@@ -25,7 +25,7 @@ from doors_gym.core import AGENT, GOAL
 from .arms import arm_of
 from .config import DQNConfig
 from .evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
-from .metrics import HistoryRow, Timings, TrainResult
+from .metrics import HistoryRow, Timings, TrainResult, solved_since
 from .replay import ReplayBuffer
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -140,6 +140,7 @@ class EvaluationSchedule:
         self._trial = trial
         self._config = config
         self._next_step = config.run.eval_every or None
+        self._last: tuple[Evaluation, HistoryRow] | None = None
         self.seconds = 0.0
 
     def _timed(self, step: int) -> tuple[Evaluation, HistoryRow]:
@@ -152,18 +153,27 @@ class EvaluationSchedule:
         """Evaluates if one is due at ``global_step`` (and training goes on); True when training should stop.
 
         A mid-training evaluation is recorded and reported to the trial (which
-        may prune); training stops when it is solved and the run stops when solved.
+        may prune). A run that stops when solved stops once it has been solved
+        at every evaluation of the last ``hold_out_steps`` env steps.
         """
         if self._next_step is None or global_step < self._next_step or not more_to_come:
             return False
         self._next_step += self._config.run.eval_every
-        row = self._timed(global_step)[1]
-        self._history.append(row)
-        report(self._trial, row)
-        return self._config.run.stop_when_solved and row.solved
+        self._last = self._timed(global_step)
+        self._history.append(self._last[1])
+        report(self._trial, self._last[1])
+        run = self._config.run
+        return run.stop_when_solved and solved_since(self._history, run.hold_out_steps) is not None
 
     def final(self, global_step: int) -> tuple[Evaluation, HistoryRow]:
-        """The evaluation at the end of training (recorded by :func:`finish`)."""
+        """The evaluation at the end of training (recorded by :func:`finish`).
+
+        A run that stopped at an evaluation ends on that evaluation (taken out
+        of the history, where :func:`finish` puts it back as the final row).
+        """
+        if self._last is not None and self._last[1].step == global_step and self._history[-1] is self._last[1]:
+            self._history.pop()
+            return self._last
         return self._timed(global_step)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 SOLVED_SUCCESS = 0.99
@@ -70,6 +71,29 @@ class HistoryRow:
     def solved(self) -> bool:
         """Every seed is solved at this evaluation."""
         return bool(self.per_seed) and all(seed.solved for seed in self.per_seed)
+
+
+def solved_since(history: Sequence[HistoryRow], hold_out_steps: int = 0, seed: int | None = None) -> HistoryRow | None:
+    """The first row of the unbroken run of solved evaluations that reaches the last row, or None.
+
+    The run counts only if it spans at least ``hold_out_steps`` env steps: the
+    agent was solved and stayed solved through a hold-out window to the end.
+    ``seed`` picks one seed's figures of ``per_seed``; None needs every seed solved.
+    """
+    start = None
+    for row in reversed(history):
+        if not (row.solved if seed is None else row.per_seed[seed].solved):
+            break
+        start = row
+    if start is None or history[-1].step - start.step < hold_out_steps:
+        return None
+    return start
+
+
+def seconds_to_solved(history: Sequence[HistoryRow], hold_out_steps: int = 0, seed: int | None = None) -> float:
+    """Wall seconds since the run started (compile included) at :func:`solved_since`'s row; NaN if unsolved."""
+    row = solved_since(history, hold_out_steps, seed)
+    return math.nan if row is None else row.seconds
 
 
 METRIC_NAMES = tuple(spec.name for spec in dataclasses.fields(HistoryRow) if spec.name not in ("step", "per_seed"))

@@ -1,12 +1,18 @@
 """Optuna studies over the DQN arms, tracked in MLflow (``doors-gym tune``).
 
-One study per arm, sampled by a seeded ``TPESampler`` and pruned by a
-``HyperbandPruner`` on the greedy evaluations the arm reports while it trains
-in-process. The study lives in an RDB storage: a local SQLite file by default,
-opened with ``load_if_exists=True`` so a killed study resumes, or any
-SQLAlchemy URL (``postgresql+psycopg2://user:password@host/db``) so several
-worker processes, on one machine or many, share a study: start the same
-command in each worker, with its own ``--worker`` index.
+One study per arm and objective (``dqn-<arm>-<objective>``), sampled by a
+seeded ``TPESampler`` and pruned by a ``HyperbandPruner`` on the objective's
+running score at the greedy evaluations the arm reports while it trains
+in-process. The default objective is the time to a solved agent (minimised;
+see :mod:`doors_gym_baselines.search`): every trial stops once it has been
+solved through the hold-out window, and trains one of the tuning seeds
+(0-9 by default, in turn; ``compare`` reports other seeds).
+
+The study lives in an RDB storage: a local SQLite file by default, opened
+with ``load_if_exists=True`` so a killed study resumes, or any SQLAlchemy
+URL (``postgresql+psycopg2://user:password@host/db``) so several worker
+processes, on one machine or many, share a study: start the same command in
+each worker, with its own ``--worker`` index.
 
 ``--n-trials`` counts the study's finished (complete or pruned) trials across
 restarts and workers. A trial that was running when its process died is
@@ -27,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import pathlib
 import re
 import socket
 import sys
@@ -39,44 +46,71 @@ import numpy as np
 from . import report, tracking
 from .arms import ARMS, get_arm
 from .config import DQNConfig, Hyperparameters, RunSettings, check_at_least, field
-from .metrics import HistoryRow
-from .search import hyperparameters_from_params, learning_score, suggest_hyperparameters
+from .metrics import HistoryRow, seconds_to_solved
+from .search import (
+    DEFAULT_OBJECTIVE,
+    OBJECTIVES,
+    PENALTY_SECONDS,
+    hyperparameters_from_params,
+    objective_score,
+    suggest_hyperparameters,
+)
 
 DEFAULT_STORAGE = "sqlite:///optuna.db"
 DEFAULT_EXPERIMENT = "doors-gym-tune"
-DEFAULT_TOTAL_STEPS = 100_000
+DEFAULT_TOTAL_STEPS = 200_000
 DEFAULT_EVAL_EVERY = 10_000
+DEFAULT_HOLD_OUT_STEPS = 20_000
 TUNING_SEED = 0
-"""Training seed of every tuning trial; ``compare`` trains on other seeds."""
+"""First training seed of the tuning trials; ``compare`` trains on other seeds (100 and up)."""
+TUNING_SEEDS = 10
+"""Trial ``n`` trains seed ``TUNING_SEED + n % TUNING_SEEDS``: the tuning seeds 0-9 in turn."""
 HEARTBEAT_INTERVAL = 10
 GRACE_PERIOD = 60
 STUDY_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 FINISHED = ("COMPLETE", "PRUNED")
 
 
-TUNING_RUN = RunSettings(total_steps=DEFAULT_TOTAL_STEPS, eval_every=DEFAULT_EVAL_EVERY, seed=TUNING_SEED, quiet=True)
+TUNING_RUN = RunSettings(
+    total_steps=DEFAULT_TOTAL_STEPS,
+    eval_every=DEFAULT_EVAL_EVERY,
+    hold_out_steps=DEFAULT_HOLD_OUT_STEPS,
+    seed=TUNING_SEED,
+    quiet=True,
+)
 """The run settings of every trial unless told otherwise (``doors-gym tune`` flags)."""
 TRIAL_RUN_FIELDS_OFF_THE_CLI = ("num_seeds", "stop_when_solved", "quiet", "profile", "devices")
-"""Run settings a trial fixes: one seed, the whole budget, no progress bar."""
+"""Run settings a trial fixes: one seed, when to stop (the objective's), no progress bar."""
 
 
 class TrackedTrial:
     """An Optuna trial seen through MLflow: ``train`` reports to it as to a plain trial.
 
     Every evaluation is logged to the active (nested) run with ``step=`` env
-    steps, and the value reported to the pruner is the running
-    :func:`~doors_gym_baselines.common.learning_score`, the objective's own
-    figure, so Hyperband compares like with like.
+    steps, and the value reported to the pruner is the objective's running
+    score (:func:`~doors_gym_baselines.search.objective_score`), the
+    objective's own figure, so Hyperband compares like with like.
     """
 
-    def __init__(self, trial: Any) -> None:
+    def __init__(
+        self,
+        trial: Any,
+        objective: str = DEFAULT_OBJECTIVE,
+        run: RunSettings = None,
+        penalty_seconds: float = PENALTY_SECONDS,
+    ) -> None:
         self.trial = trial
+        self.objective = objective
+        self.run = run or TUNING_RUN
+        self.penalty_seconds = penalty_seconds
         self.history: list[HistoryRow] = []
 
     def observe(self, row: HistoryRow) -> float:
         tracking.log_history_row(row)
         self.history.append(row)
-        return learning_score(self.history)
+        return objective_score(
+            self.objective, self.history, self.run, final=False, penalty_seconds=self.penalty_seconds
+        )
 
     def report(self, value: float, step: int) -> None:
         self.trial.report(value, step)
@@ -118,20 +152,28 @@ def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_p
 
 
 def create_study(
-    arm_name: str, storage: Any, study_name: str, seed: int, worker: int, total_steps: int, eval_every: int
+    arm_name: str,
+    storage: Any,
+    study_name: str,
+    seed: int,
+    worker: int,
+    total_steps: int,
+    eval_every: int,
+    objective: str = DEFAULT_OBJECTIVE,
 ) -> Any:
     """Creates or loads the study; the sampler's seed also depends on the trials so far and ``worker``.
 
     A resumed or second worker with the seed of the first would replay its
     first samples; mixing in the number of existing trials and the worker
-    index keeps a single run reproducible and workers apart.
+    index keeps a single run reproducible and workers apart. A study made for
+    another arm or objective is an error, not a mix.
     """
     import optuna
 
     study = optuna.create_study(
         study_name=study_name,
         storage=storage,
-        direction="maximize",
+        direction=OBJECTIVES[objective],
         load_if_exists=True,
         pruner=optuna.pruners.HyperbandPruner(
             min_resource=max(1, min(eval_every, total_steps)), max_resource=total_steps, reduction_factor=3
@@ -146,6 +188,15 @@ def create_study(
             f"study_name={study_name!r} belongs to arm {study.user_attrs['arm']!r}, not {arm_name!r}: "
             "expected a new --study-name for another arm"
         )
+    # Studies from before the objectives were named maximised the learning curve.
+    found = study.user_attrs.get("objective", "learning-curve" if study.trials else objective)
+    if found != objective or study.direction.name.lower() != OBJECTIVES[objective]:
+        raise ValueError(
+            f"study_name={study_name!r} tunes the {found!r} objective ({study.direction.name.lower()}), "
+            f"not {objective!r}: expected --objective {found} or a new --study-name"
+        )
+    if "objective" not in study.user_attrs:
+        study.set_user_attr("objective", objective)
     return study
 
 
@@ -203,8 +254,19 @@ def mark_killed_runs(study: Any) -> int:
     return count
 
 
-def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, worker: int = 0) -> Any:
-    """The objective: sample hyperparameters, train the arm in-process in a nested MLflow run, return its score."""
+def make_objective(
+    arm_name: str,
+    base: DQNConfig,
+    log_models: bool = True,
+    worker: int = 0,
+    objective_name: str = DEFAULT_OBJECTIVE,
+    tuning_seeds: int = TUNING_SEEDS,
+    penalty_seconds: float = PENALTY_SECONDS,
+) -> Any:
+    """The objective: sample hyperparameters, train the arm in-process in a nested MLflow run, return its score.
+
+    Trial ``n`` trains seed ``base.run.seed + n % tuning_seeds``.
+    """
     import mlflow
     import optuna
 
@@ -212,7 +274,10 @@ def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, work
     arm.module()  # a missing framework fails before the first trial, naming its extra
 
     def objective(trial: optuna.Trial) -> float:
-        config = dataclasses.replace(base, hyperparameters=suggest_hyperparameters(trial, base.hyperparameters))
+        seed = base.run.seed + trial.number % tuning_seeds
+        config = DQNConfig(
+            suggest_hyperparameters(trial, base.hyperparameters), dataclasses.replace(base.run, seed=seed)
+        )
         tags = tracking.run_tags(
             arm,
             **{
@@ -225,17 +290,20 @@ def make_objective(arm_name: str, base: DQNConfig, log_models: bool = True, work
         run = mlflow.start_run(run_name=f"trial-{trial.number}", nested=True, tags=tags)
         trial.set_user_attr("mlflow_run_id", run.info.run_id)
         trial.set_user_attr("worker", worker)
+        trial.set_user_attr("seed", seed)
         mlflow.log_params(tracking.config_params(config))
         mlflow.log_params({f"search.{key}": str(value) for key, value in trial.params.items()})
-        tracked = TrackedTrial(trial)
+        tracked = TrackedTrial(trial, objective_name, config.run, penalty_seconds)
         status = "FAILED"
         try:
             result = arm.train(config, tracked)
             tracking.log_history_row(result.history[-1])
             tracking.log_result(result, log_history=False)
-            score = learning_score(result.history)
+            score = objective_score(objective_name, result.history, config.run, True, penalty_seconds)
             mlflow.log_metric("score", score, step=int(result.history[-1].step))
+            to_solved = seconds_to_solved(result.history, config.run.hold_out_steps)
             trial.set_user_attr("wall_seconds", round(result.wall_seconds, 2))
+            trial.set_user_attr("seconds_to_solved", None if math.isnan(to_solved) else round(to_solved, 2))
             trial.set_user_attr("solved", bool(result.solved))
             if log_models:
                 tracking.log_model(result)
@@ -265,13 +333,30 @@ class TuneOptions:
     """
 
     arm: str = field("flax-scan", "which arm to tune", choices=tuple(ARMS), cli=False)
-    n_trials: int = field(20, "finished (complete or pruned) trials the study should end with")
+    objective: str = field(
+        DEFAULT_OBJECTIVE,
+        "what the study optimises: seconds to a solved agent (minimised) or the area under the greedy learning curve",
+        choices=tuple(OBJECTIVES),
+    )
+    n_trials: int = field(40, "finished (complete or pruned) trials the study should end with")
     timeout: float | None = field(None, "stop starting trials after this many seconds")
     worker: int = field(0, "this worker's index when several share a study (keeps their samplers apart)")
     storage: str = field(
         DEFAULT_STORAGE, "Optuna RDB storage, any SQLAlchemy URL (PostgreSQL for workers on many hosts)"
     )
-    study_name: str | None = field(None, "the study (default: dqn-<arm>)")
+    study_name: str | None = field(None, "the study (default: dqn-<arm>-<objective>)")
+    tuning_seeds: int = field(TUNING_SEEDS, "trial n trains seed --seed + n % tuning_seeds (the tuning seeds in turn)")
+    penalty_seconds: float = field(
+        PENALTY_SECONDS, "time-to-solved: an unsolved trial scores its wall seconds plus 1 to 2 times this"
+    )
+    confirm_top: int = field(
+        0, "re-train the best N complete trials on --confirm-seeds more tuning seeds; the preset is the best on average"
+    )
+    confirm_seeds: int = field(3, "tuning seeds each confirmed trial trains besides its own")
+    preset_out: str | None = field(None, "write the best trial as a preset file here (YAML; see compare --preset)")
+    summary_out: str | None = field(
+        None, "write the study's summary to this folder: best trial, importances, history and importance plots"
+    )
     tracking_uri: str | None = field(
         None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
     )
@@ -284,9 +369,18 @@ class TuneOptions:
 
     def __post_init__(self) -> None:
         get_arm(self.arm)
-        for name in ("n_trials", "heartbeat_interval", "grace_period"):
+        for name in ("n_trials", "heartbeat_interval", "grace_period", "tuning_seeds"):
             check_at_least(name, getattr(self, name), 1)
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective={self.objective!r} is not supported: expected one of {list(OBJECTIVES)}")
+        penalty = self.penalty_seconds
+        if isinstance(penalty, bool) or not (
+            isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0
+        ):
+            raise ValueError(f"penalty_seconds={penalty!r} is out of range: expected a finite number >= 0")
         check_at_least("worker", self.worker, 0)
+        check_at_least("confirm_top", self.confirm_top, 0)
+        check_at_least("confirm_seeds", self.confirm_seeds, 1)
         if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
             raise ValueError(f"timeout={self.timeout!r} is out of range: expected a number of seconds > 0")
         if not STUDY_NAME_PATTERN.match(self.resolved_study_name):
@@ -297,20 +391,28 @@ class TuneOptions:
 
     @property
     def resolved_study_name(self) -> str:
-        return self.study_name or f"dqn-{self.arm}"
+        return self.study_name or f"dqn-{self.arm}-{self.objective}"
 
 
-def check_trial_run(run: RunSettings) -> RunSettings:
+def check_trial_run(run: RunSettings, objective: str = DEFAULT_OBJECTIVE) -> RunSettings:
     """The run settings of every trial: one seed, no progress bar, no phase profile.
 
-    Hyperband needs ``eval_every <= total_steps``.
+    Hyperband needs ``eval_every <= total_steps``. A time-to-solved trial stops
+    once solved through the hold-out window; a learning-curve one trains its
+    whole budget.
     """
     if run.eval_every > run.total_steps or run.eval_every < 1:
         raise ValueError(
             f"eval_every={run.eval_every} exceeds total_steps={run.total_steps}: "
             "expected 1 <= eval_every <= total_steps (the pruner's first rung)"
         )
-    return dataclasses.replace(run, num_seeds=1, stop_when_solved=False, quiet=True, profile=False)
+    if objective == "time-to-solved" and run.hold_out_steps > run.total_steps - run.eval_every:
+        raise ValueError(
+            f"hold_out_steps={run.hold_out_steps} leaves no evaluation to be solved at: "
+            f"expected hold_out_steps <= total_steps - eval_every = {run.total_steps - run.eval_every}"
+        )
+    stop = objective == "time-to-solved"
+    return dataclasses.replace(run, num_seeds=1, stop_when_solved=stop, quiet=True, profile=False)
 
 
 def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparameters | None = None) -> Any:
@@ -325,11 +427,13 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
     import optuna
 
     arm = get_arm(options.arm)
-    run = check_trial_run(run)
+    run = check_trial_run(run, options.objective)
     base_config = arm.configure(DQNConfig(base or Hyperparameters(), run))
     storage = open_storage(options.storage, options.heartbeat_interval, options.grace_period)
     study_name = options.resolved_study_name
-    study = create_study(arm.name, storage, study_name, run.seed, options.worker, run.total_steps, run.eval_every)
+    study = create_study(
+        arm.name, storage, study_name, run.seed, options.worker, run.total_steps, run.eval_every, options.objective
+    )
     with tracking.quiet_mlflow():
         experiment_id = tracking.connect(options.tracking_uri, options.experiment)
         with tracking.sqlite_lock(tracking.tracking_uri(options.tracking_uri)):
@@ -340,20 +444,31 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
                 {
                     "arm": arm.name,
                     "storage": storage_display(options.storage),
+                    "objective": options.objective,
                     "sampler": "TPESampler",
                     "pruner": "HyperbandPruner",
                     "n_trials": str(options.n_trials),
                     "total_steps": str(run.total_steps),
                     "eval_every": str(run.eval_every),
-                    "tuning_seed": str(run.seed),
+                    "hold_out_steps": str(run.hold_out_steps),
+                    "tuning_seeds": f"{run.seed}-{run.seed + options.tuning_seeds - 1}",
                 },
             )
         mark_killed_runs(study)
         remaining = options.n_trials - len(finished_trials(study))
         with mlflow.start_run(run_id=parent):
             if remaining > 0:
+                objective = make_objective(
+                    arm.name,
+                    base_config,
+                    options.models,
+                    options.worker,
+                    options.objective,
+                    options.tuning_seeds,
+                    options.penalty_seconds,
+                )
                 study.optimize(
-                    make_objective(arm.name, base_config, options.models, options.worker),
+                    objective,
                     n_trials=remaining,
                     timeout=options.timeout,
                     callbacks=[optuna.study.MaxTrialsCallback(options.n_trials, states=_finished_states())],
@@ -361,7 +476,101 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
                 )
             mark_killed_runs(study)
             report.log_study_plots(study)
+            chosen = None
+            if options.confirm_top:
+                chosen = confirm_best(study, arm.name, base_config, options)
+    if options.preset_out:
+        write_best_preset(study, base_config, options.preset_out, chosen)
+    if options.summary_out:
+        report.write_study_summary(study, options.summary_out)
     return study
+
+
+CONFIRM_PREFIX = "confirm."
+"""Study attribute ``confirm.<trial>``: that trial's seeds and scores when re-trained (see :func:`confirm_best`)."""
+
+
+def confirm_best(study: Any, arm_name: str, base: DQNConfig, options: TuneOptions) -> dict[str, Any] | None:
+    """Re-trains the ``confirm_top`` best complete trials on ``confirm_seeds`` more tuning seeds; returns the best.
+
+    A single trial's score is one seed's, and the best of many is partly luck:
+    each candidate's hyperparameters train the next tuning seeds after its own,
+    and the candidate with the best mean score over all its seeds (its trial's
+    included) wins. Each candidate's seeds and scores are kept as a study
+    attribute as soon as they are known, so a killed confirmation resumes; each
+    training is a nested MLflow run tagged ``doors_gym.role=confirm``. A
+    training that fails (a non-finite loss) scores the worst possible.
+    """
+    import mlflow
+    import optuna
+
+    arm = get_arm(arm_name)
+    maximise = study.direction == optuna.study.StudyDirection.MAXIMIZE
+    worst = -math.inf if maximise else math.inf
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    ranked = sorted(complete, key=lambda trial: trial.value, reverse=maximise)[: options.confirm_top]
+    first = base.run.seed
+    candidates = []
+    for trial in ranked:
+        key = f"{CONFIRM_PREFIX}{trial.number}"
+        found = study.user_attrs.get(key)
+        if found is None:
+            own = int(trial.user_attrs.get("seed", first))
+            seeds = [first + (own - first + 1 + j) % options.tuning_seeds for j in range(options.confirm_seeds)]
+            hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters)
+            scores = []
+            for seed in seeds:
+                config = DQNConfig(hyperparameters, dataclasses.replace(base.run, seed=seed))
+                tags = tracking.run_tags(arm, **{"doors_gym.role": "confirm", "optuna.trial": str(trial.number)})
+                with mlflow.start_run(run_name=f"confirm-{trial.number}-seed{seed}", nested=True, tags=tags):
+                    mlflow.log_params(tracking.config_params(config))
+                    try:
+                        result = arm.train(config)
+                    except FloatingPointError:
+                        scores.append(worst)
+                        mlflow.set_tag("confirm.failed", "non-finite loss")
+                        continue
+                    tracking.log_result(result)
+                    score = objective_score(
+                        options.objective, result.history, config.run, True, options.penalty_seconds
+                    )
+                    mlflow.log_metric("score", score, step=int(result.history[-1].step))
+                scores.append(score)
+            found = {"trial": trial.number, "seeds": [own, *seeds], "scores": [float(trial.value), *scores]}
+            study.set_user_attr(key, found)
+        candidates.append({**found, "mean": float(np.mean(found["scores"]))})
+    if not candidates:
+        return None
+    return (max if maximise else min)(candidates, key=lambda candidate: candidate["mean"])
+
+
+def write_best_preset(study: Any, base: DQNConfig, path: str, confirmed: dict[str, Any] | None = None) -> pathlib.Path:
+    """Writes the study's best trial (or the ``confirmed`` winner of :func:`confirm_best`) as a preset file
+    (:mod:`doors_gym_baselines.presets`); returns its path."""
+    from .presets import write_preset
+
+    try:
+        best = study.best_trial
+    except ValueError:
+        raise ValueError(f"study {study.study_name!r} has no complete trial yet: no preset to write") from None
+    if confirmed is not None:
+        best = study.trials[confirmed["trial"]]
+    hyperparameters = hyperparameters_from_params(best.params, base.hyperparameters)
+    origin = {
+        "study": study.study_name,
+        "objective": study.user_attrs.get("objective", "learning-curve"),
+        "trial": best.number,
+        "score": round(float(best.value), 4),
+        "seed": best.user_attrs.get("seed"),
+        "finished_trials": len(finished_trials(study)),
+    }
+    if confirmed is not None:
+        origin["confirmed"] = {
+            "seeds": confirmed["seeds"],
+            "scores": [round(score, 3) for score in confirmed["scores"]],
+            "mean": round(confirmed["mean"], 3),
+        }
+    return write_preset(path, hyperparameters, base.run, origin)
 
 
 def _finished_states() -> tuple[Any, ...]:

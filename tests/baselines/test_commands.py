@@ -26,8 +26,13 @@ def test_compare_flags_reach_the_options_and_the_run_settings(monkeypatch, tmp_p
     assert options.preset == "full" and options.arms == ("flax-scan",) and options.total_steps is None
     assert run.grid_size == (9, 21) and run.n_doors == 4 and run.quiet is True
     # The preset's budget stands unless --total-steps overrides it.
-    assert options.base_config(run).run.total_steps == 500_000
-    assert options.base_config(run).params.grid_size == (9, 21)
+    config, preset = options.preset_config("flax-scan", run)
+    assert config.run.total_steps == 500_000 and config.params.grid_size == (9, 21) and preset.label == "full"
+    # --preset takes a name or a file, as the switches do.
+    assert cli.main(["compare", "--preset", "quick", "--out", str(tmp_path)]) == 0
+    assert seen["options"].preset == "quick"
+    assert cli.main(["compare", "--out", str(tmp_path)]) == 0
+    assert seen["options"].preset == "tuned"
 
 
 def test_tune_flags_reach_the_study_and_every_trial(monkeypatch):
@@ -41,6 +46,7 @@ def test_tune_flags_reach_the_study_and_every_trial(monkeypatch):
     options, run = seen["options"], seen["run"]
     assert (options.arm, options.n_trials, options.models) == ("torch-jax", 3, False)
     assert (run.total_steps, run.eval_every, run.seed, run.grid_size) == (4000, 10_000, 9, (5, 7))
+    assert run.hold_out_steps == 20_000 and options.objective == "time-to-solved" and options.tuning_seeds == 10
 
 
 def test_every_command_takes_the_same_arm_names_and_layout_flags(capsys, monkeypatch):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
 import pathlib
@@ -62,6 +64,8 @@ def _tune_command(tmp_path: pathlib.Path, *extra: str, storage: str | None = Non
         "--eval-every",
         "1000",
         "--no-models",
+        "--hold-out-steps",
+        "1000",
         "--heartbeat-interval",
         "1",
         "--grace-period",
@@ -99,7 +103,7 @@ def test_search_space_is_well_conditioned_and_round_trips() -> None:
     assert {config.double_dqn for config in sampled} == {False, True}
     assert {config.max_grad_norm for config in sampled} > {0.0}
     assert all(0.01 <= config.tau <= 1.0 and 0.0 <= config.lr_end_fraction <= 1.0 for config in sampled)
-    older = {name: value for name, value in study.trials[0].params.items() if name not in search.UNSTABILISED}
+    older = {name: value for name, value in study.trials[0].params.items() if name not in search.LATER_PARAMS}
     plain = search.hyperparameters_from_params(older, base)
     assert (plain.double_dqn, plain.tau, plain.lr_end_fraction, plain.max_grad_norm) == (False, 1.0, 1.0, 0.0)
 
@@ -124,7 +128,7 @@ def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None
 
     tuning.tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "tracked-trial")
     with mlflow.start_run() as run:
-        tracked = tuning.TrackedTrial(Recorder())
+        tracked = tuning.TrackedTrial(Recorder(), "learning-curve")
         for step, value in ((100, 0.2), (200, 0.4)):
             loop.report(tracked, row(step, value))
     assert reported == [(100, pytest.approx(0.2)), (200, pytest.approx(0.3))]
@@ -175,7 +179,8 @@ def test_two_trial_study_is_tracked_in_mlflow(tmp_path: pathlib.Path, monkeypatc
         assert len(history) >= 1 and 1_000 <= history[0].step < 1_100  # the first vector step past eval_every
         if tags["optuna.state"] == "PRUNED":  # Hyperband may stop the second trial at its first evaluation
             continue
-        assert [point.step for point in history][-1] == 2_000 and len(history) >= 2
+        # The last vector step of the budget (num_envs is searched: 2000 // num_envs vector steps).
+        assert 2_000 - 64 < [point.step for point in history][-1] <= 2_000 and len(history) >= 2
         assert "score" in child.data.metrics and "final_rolling_reward" in child.data.metrics
         model = mlflow.pytorch.load_model(f"runs:/{child.info.run_id}/torch-model")
         assert tuple(model(__import__("torch").zeros((3, 225), dtype=__import__("torch").int8)).shape) == (3, 5)
@@ -216,7 +221,7 @@ def test_rerunning_a_finished_study_adds_no_trials(tmp_path: pathlib.Path) -> No
 # --- resume and workers (real processes) ------------------------------------------------------------------------
 
 
-def _finished(storage: str, study_name: str = "dqn-flax-numpy") -> list:
+def _finished(storage: str, study_name: str = "dqn-flax-numpy-time-to-solved") -> list:
     try:
         study = optuna.load_study(study_name=study_name, storage=storage)
     except KeyError:
@@ -224,7 +229,7 @@ def _finished(storage: str, study_name: str = "dqn-flax-numpy") -> list:
     return tuning.finished_trials(study)
 
 
-def _interruptible(storage: str, tracking_uri: str, study_name: str = "dqn-flax-numpy") -> bool:
+def _interruptible(storage: str, tracking_uri: str, study_name: str = "dqn-flax-numpy-time-to-solved") -> bool:
     """Whether the study has a finished trial and a running one whose MLflow run is open (read while paused)."""
     try:
         study = optuna.load_study(study_name=study_name, storage=storage)
@@ -274,7 +279,7 @@ def test_killed_study_resumes_without_duplicates(tmp_path: pathlib.Path) -> None
 
     second = subprocess.run(command, cwd=tmp_path, env=_subprocess_env(), capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]
-    study = optuna.load_study(study_name="dqn-flax-numpy", storage=storage)
+    study = optuna.load_study(study_name="dqn-flax-numpy-time-to-solved", storage=storage)
     finished = tuning.finished_trials(study)
     assert len(finished) == 3
     assert len({trial.number for trial in study.trials}) == len(study.trials)
@@ -345,6 +350,10 @@ def test_two_workers_share_one_study(kind: str, tmp_path: pathlib.Path) -> None:
         (["compare", "--seeds", "0"], "--seeds 0 is out of range"),
         (["compare", "--quick", "--full"], "not allowed with argument"),
         (["compare", "--total-steps", "0"], "--total-steps 0 is out of range"),
+        (["compare", "--preset", "nowhere.yml"], "--preset 'nowhere.yml' is neither one of"),
+        (["tune", "--arm", "torch-numpy", "--total-steps", "20000"], "leaves no evaluation to be solved at"),
+        (["tune", "--arm", "torch-numpy", "--objective", "reward"], "invalid choice: 'reward'"),
+        (["tune", "--arm", "torch-numpy", "--penalty-seconds", "-1"], "--penalty-seconds -1.0 is out of range"),
     ],
 )
 def test_bad_flags_exit_2_with_a_clear_message(
@@ -379,3 +388,58 @@ def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, mon
     assert len(calls) == 2
     tags = mlflow.MlflowClient().get_run(run.info.run_id).data.tags
     assert tags["best.trial"] == str(study.best_trial.number) and "best.x" in tags
+
+
+def test_a_study_of_another_objective_is_an_error_not_a_mix(tmp_path: pathlib.Path) -> None:
+    storage, tracking_uri = _store(tmp_path)
+    curve = tuning.TuneOptions(
+        arm="flax-numpy", objective="learning-curve", n_trials=1, storage=storage, tracking_uri=tracking_uri
+    )
+    assert curve.resolved_study_name == "dqn-flax-numpy-learning-curve"
+    study = tuning.tune(curve, RunSettings(seed=0, **TINY_STUDY))
+    assert study.direction == optuna.study.StudyDirection.MAXIMIZE and study.user_attrs["objective"] == "learning-curve"
+    timed = dataclasses.replace(curve, objective="time-to-solved", study_name="dqn-flax-numpy-learning-curve")
+    with pytest.raises(ValueError, match="tunes the 'learning-curve' objective .maximize., not 'time-to-solved'"):
+        tuning.tune(timed, RunSettings(seed=0, **TINY_STUDY))
+
+
+def test_time_to_solved_study_writes_a_preset_and_a_summary(tmp_path: pathlib.Path) -> None:
+    from doors_gym_baselines import presets
+
+    storage, tracking_uri = _store(tmp_path)
+    options = tuning.TuneOptions(
+        arm="flax-numpy",
+        n_trials=2,
+        storage=storage,
+        tracking_uri=tracking_uri,
+        models=False,
+        preset_out=str(tmp_path / "preset.yml"),
+        summary_out=str(tmp_path / "summary"),
+        confirm_top=2,
+        confirm_seeds=1,
+    )
+    run = RunSettings(seed=3, hold_out_steps=1_000, **TINY_STUDY)
+    study = tuning.tune(options, run)
+    assert study.direction == optuna.study.StudyDirection.MINIMIZE
+    finished = tuning.finished_trials(study)
+    # Trials train the tuning seeds in turn, and unsolved ones score their budget plus the penalty.
+    assert [trial.user_attrs["seed"] for trial in finished] == [3 + trial.number for trial in finished]
+    for trial in finished:
+        if trial.state == optuna.trial.TrialState.COMPLETE and not trial.user_attrs["seconds_to_solved"]:
+            low = trial.user_attrs["wall_seconds"] + search.PENALTY_SECONDS
+            assert low - 1 <= trial.value <= trial.user_attrs["wall_seconds"] + 2 * search.PENALTY_SECONDS + 1
+    # The best complete trials trained the next tuning seed too; the preset is the best on average.
+    complete = [trial for trial in finished if trial.state == optuna.trial.TrialState.COMPLETE]
+    confirmed = [study.user_attrs[f"confirm.{trial.number}"] for trial in complete]
+    assert [found["seeds"] for found in confirmed] == [[3 + t.number, 3 + (t.number + 1) % 10] for t in complete]
+    winner = min(confirmed, key=lambda found: np.mean(found["scores"]))
+    preset = presets.read_preset(tmp_path / "preset.yml")
+    assert preset.study["study"] == "dqn-flax-numpy-time-to-solved" and preset.study["trial"] == winner["trial"]
+    assert preset.study["confirmed"]["seeds"] == winner["seeds"]
+    expected = search.hyperparameters_from_params(study.trials[winner["trial"]].params, Hyperparameters())
+    assert preset.config().hyperparameters == expected
+    assert preset.run == {"total_steps": 2_000, "eval_every": 1_000, "hold_out_steps": 1_000, "stop_when_solved": True}
+    summary = json.loads((tmp_path / "summary" / "summary.json").read_text())
+    assert summary["best"]["trial"] == study.best_trial.number and summary["objective"] == "time-to-solved"
+    assert summary["confirmed"][0]["trial"] == winner["trial"] and len(summary["confirmed"]) == len(complete)
+    assert (tmp_path / "summary" / "optimization_history.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,94 @@
+"""The time-to-solved objective, the hold-out window, and the statistics over seeds (no training)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from doors_gym_baselines import search, statistics
+from doors_gym_baselines.config import DQNConfig, RunSettings
+from doors_gym_baselines.evaluation import Evaluation
+from doors_gym_baselines.loop import EvaluationSchedule
+from doors_gym_baselines.metrics import HistoryRow, SeedFigures, seconds_to_solved, solved_since
+
+SOLVED = (1.0, 0.8)
+UNSOLVED = (0.5, 0.3)
+
+
+def curve(*points: tuple[int, float, tuple[float, float]]) -> list[HistoryRow]:
+    """Rows ``(step, seconds, (greedy success, rolling reward))`` of one seed."""
+    rows = []
+    for step, seconds, (success, rolling) in points:
+        seed = SeedFigures(0, success, 0.7, 0.9, rolling)
+        rows.append(HistoryRow(step, seconds, 1.0, 0.1, 0.0, success, 0.7, 0.9, rolling, *[math.nan] * 4, (seed,)))
+    return rows
+
+
+def test_solved_since_is_the_start_of_the_last_unbroken_solved_streak() -> None:
+    rows = curve((10, 1.0, SOLVED), (20, 2.0, UNSOLVED), (30, 3.0, SOLVED), (40, 4.0, SOLVED), (50, 5.0, SOLVED))
+    assert solved_since(rows).step == 30 and seconds_to_solved(rows) == 3.0
+    assert seconds_to_solved(rows, hold_out_steps=20) == 3.0  # solved from 30 through 50
+    assert math.isnan(seconds_to_solved(rows, hold_out_steps=21))  # the window is not met
+    assert math.isnan(seconds_to_solved(rows[:2]))  # lost again: not solved at the end
+    assert seconds_to_solved(rows, seed=0) == 3.0
+
+
+def test_time_to_solved_score_counts_compile_time_and_penalises_unsolved_runs() -> None:
+    run = RunSettings(total_steps=100, eval_every=10, hold_out_steps=20)
+    solved = curve((10, 4.0, UNSOLVED), (20, 5.0, SOLVED), (30, 6.0, SOLVED), (40, 7.0, SOLVED))
+    assert search.time_to_solved_score(solved, run, final=True) == 5.0
+    # At the end a streak shorter than the hold-out window is unsolved: the budget (its wall time) plus the penalty,
+    # 1 to 2 times, by the shortfall (here 0: it is solved, only too briefly).
+    short = solved[:3]
+    assert search.time_to_solved_score(short, run, final=True, penalty_seconds=100) == pytest.approx(6.0 + 100)
+    # While training, a current streak counts from its start, and an unsolved run is projected to the budget.
+    assert search.time_to_solved_score(short, run, final=False) == 5.0
+    unsolved = search.time_to_solved_score(solved[:1], run, final=False, penalty_seconds=100)
+    gap = 0.5 * ((0.99 - 0.5) / 0.99 + (0.75 - 0.3) / 0.75)
+    assert unsolved == pytest.approx(4.0 * 100 / 10 + 100 * (1 + gap))
+    # The further from solved, the worse the score at the same time.
+    worse = curve((10, 4.0, (0.1, -0.2)))
+    assert search.time_to_solved_score(worse, run, final=False) > search.time_to_solved_score(solved[:1], run, False)
+    with pytest.raises(ValueError, match="history is empty"):
+        search.time_to_solved_score([], run, final=True)
+    with pytest.raises(ValueError, match="objective='reward' is not supported"):
+        search.objective_score("reward", solved, run, final=True)
+    assert search.OBJECTIVES == {"time-to-solved": "minimize", "learning-curve": "maximize"}
+
+
+def test_a_run_that_stops_when_solved_stops_after_the_hold_out_window() -> None:
+    figures = {10: UNSOLVED, 20: SOLVED, 30: UNSOLVED, 40: SOLVED, 50: SOLVED, 60: SOLVED, 70: SOLVED}
+    config = DQNConfig.of(total_steps=100, eval_every=10, hold_out_steps=20, stop_when_solved=True, num_envs=1)
+    history: list[HistoryRow] = []
+    calls = []
+
+    def evaluate(step: int) -> tuple[Evaluation, HistoryRow]:
+        calls.append(step)
+        return Evaluation(1.0, 0.7, 0.9, 10.0, 225), curve((step, float(step), figures[step]))[0]
+
+    schedule = EvaluationSchedule(evaluate, history, None, config)
+    stopped_at = next(step for step in range(10, 100, 10) if schedule.should_stop(step, more_to_come=True))
+    assert stopped_at == 60  # solved at 40, 50 and 60: 20 steps of hold-out
+    # The final evaluation is the one it stopped at, not a second one.
+    _, final = schedule.final(60)
+    assert final.step == 60 and calls == [10, 20, 30, 40, 50, 60] and [row.step for row in history] == [10, 20, 30, 40, 50]
+
+
+def test_iqm_interval_counts_unsolved_seeds_and_brackets_the_iqm() -> None:
+    from scipy.stats import trim_mean
+
+    values = [3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+    interval = statistics.iqm_interval(values)
+    assert interval.iqm == pytest.approx(trim_mean(values, 0.25)) and interval.low < interval.iqm < interval.high
+    assert statistics.iqm_interval(values) == interval  # seeded: the same figures give the same interval
+    # Two unsolved seeds of ten are trimmed, but widen the interval to infinity; three make the IQM infinite.
+    two = statistics.iqm_interval([*values[:8], math.inf, math.inf])
+    assert math.isfinite(two.iqm) and two.high == math.inf
+    assert statistics.iqm_interval([*values[:7], math.inf, math.inf, math.inf]).iqm == math.inf
+    assert statistics.iqm_interval([2.0]) == statistics.Interval(2.0, 2.0, 2.0)
+    assert format(two, ".1f").endswith(", ∞]")
+    with pytest.raises(ValueError, match="no NaN"):
+        statistics.iqm_interval([1.0, math.nan])
+    assert statistics.iqm(np.arange(8.0)) == pytest.approx(3.5)
