@@ -1,7 +1,9 @@
 # Fresh-machine set-up and the two jobs of the README.
-#   make main   set up .venv, run `doors-gym compare --quick` (the default DQN arms x 5 seeds, about 4 minutes
-#               on 2 cores once the venv is built): the table in out/compare/, every run in MLflow (./mlflow.db, ./mlruns)
+#   make main   set up .venv, run `doors-gym compare` (the default DQN arms x 10 seeds with their tuned presets,
+#               MAIN_MINUTES on 2 cores once the venv is built): the table in out/compare/, every run in MLflow
+#               (./mlflow.db, ./mlruns)
 #   make test   set up .venv, run the test suite
+#   make tune   set up .venv, re-tune every arm's preset (40-trial studies, resumable; see benchmarks/tune_presets.sh)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -11,7 +13,7 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 TORCH ?= torch==2.13.0
 EXTRAS ?= test,bench,docs,release
 
-.PHONY: main test setup clean docs wheel-test
+.PHONY: main test tune setup clean docs wheel-test
 
 setup: $(STAMP)
 
@@ -24,7 +26,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 main: $(STAMP)
-	$(BIN)/doors-gym compare --quick
+	$(BIN)/doors-gym compare
+
+tune: $(STAMP)
+	BIN=$(BIN) bash benchmarks/tune_presets.sh
 
 test: $(STAMP)
 	SDL_VIDEODRIVER=dummy SDL_AUDIODRIVER=dummy $(BIN)/python -m pytest

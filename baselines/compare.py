@@ -1,9 +1,10 @@
 """``doors-gym compare``: every stack trained over several seeds, side by side, beside the study's Table 2.
 
 For each arm (torch x Doors-v0, Flax x Doors-v0, Flax x DoorsJax-v0 and the
-fully jitted Flax arm by default) it trains ``--seeds`` seeds with the preset's
-hyperparameters (or a tuning study's best with ``--tuned``), on seeds other
-than the tuning seed, evaluates the greedy policy from every start/goal pair
+fully jitted Flax arm by default) it trains ``--seeds`` seeds with a preset's
+hyperparameters and budget (each arm's own tuned preset by default; see
+:mod:`doors_gym_baselines.presets`), on seeds other than the tuning seeds
+(100-109 by default; tuning trains 0-9), evaluates the greedy policy from every start/goal pair
 (episodes never used for training), and writes under ``--out`` the tables and
 the plot of :mod:`doors_gym_baselines.report`, and ``runs/*.json``: each
 finished (arm, seeds) run, so a killed comparison resumes where it stopped (a
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import pathlib
 import sys
 import time
@@ -29,32 +29,20 @@ import doors_gym
 
 from . import report, tracking
 from .arms import ARMS, Arm, get_arm
-from .config import DQNConfig, Hyperparameters, RunSettings, check_at_least, check_choice, field
-from .metrics import TrainResult
+from .config import DQNConfig, RunSettings, check_at_least, check_choice, field
+from .presets import NAMES, RUN_FIELDS, Preset, load_preset
+from .metrics import TrainResult, seconds_to_solved
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
 DEFAULT_EXPERIMENT = "doors-gym-compare"
+SHARED_RUN_FIELDS = tuple(
+    spec.name
+    for spec in dataclasses.fields(RunSettings)
+    if spec.name not in (*RUN_FIELDS, "seed", "num_seeds", "env_id")
+)
+"""The run settings every arm of a comparison shares (its presets set the budget, the arms the env)."""
 FIRST_SEED = 100
-"""Compare seeds start here; tuning trains on seed 0."""
-
-PRESETS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    # About 10 minutes on 2 CPU cores for the default arms and 5 seeds. The
-    # hyperparameters are a hand-checked point of the tuning search space that
-    # solves within 100k steps (gamma 0.9 is what matters most).
-    "quick": (
-        {
-            "learning_rate": 3e-3,
-            "gamma": 0.9,
-            "target_update": 100,
-            "exploration_fraction": 0.2,
-            "learning_starts": 2_000,
-        },
-        {"total_steps": 100_000, "eval_every": 20_000},
-    ),
-    # The study's protocol: 5e5 env steps per run, rolling reward over the last 2000 episodes.
-    "full": ({}, {"total_steps": 500_000, "eval_every": 25_000}),
-}
-"""Each preset's ``(hyperparameters, run settings)`` over the defaults."""
+"""Compare seeds start here; tuning trains on seeds 0-9."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,19 +51,19 @@ class CompareOptions:
 
     arms: tuple[str, ...] = field(DEFAULT_ARMS, f"arms to train, among {', '.join(ARMS)}")
     preset: str = field(
-        "quick",
-        "hyperparameters and budget",
+        "tuned",
+        "hyperparameters and budget: tuned, quick, full, or a preset file (YAML)",
+        metavar="NAME|FILE",
         switches={
-            "quick": "100k env steps per seed, about 4 minutes on 2 cores",
-            "full": "the study's protocol: 500k env steps per seed",
+            "tuned": "each arm's own tuned preset (baselines/hyperparams/<arm>.yml): time to solved",
+            "quick": "one preset for every arm, 100k env steps per seed",
+            "full": "the study's protocol: the defaults, 500k env steps per seed",
         },
     )
-    seeds: int = field(5, "seeds per arm")
-    first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seed 0, so {FIRST_SEED} and up)")
+    seeds: int = field(10, "seeds per arm")
+    first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seeds 0-9, so {FIRST_SEED} and up)")
     total_steps: int | None = field(None, "env steps per seed (default: the preset's)")
     eval_every: int | None = field(None, "env steps between evaluations (default: the preset's)")
-    tuned: bool = field(False, "use each arm's best trial in study dqn-<arm> of --storage where one exists")
-    storage: str = field("sqlite:///optuna.db", "Optuna storage for --tuned")
     out: str = field("out/compare", "folder for the tables, the plot and the finished runs")
     tracking_uri: str | None = field(
         None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
@@ -91,24 +79,25 @@ class CompareOptions:
             check_choice("arms", arm, tuple(ARMS))
         if len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms={list(self.arms)} repeats an arm: expected each arm once")
-        check_choice("preset", self.preset, tuple(PRESETS))
+        if self.preset not in NAMES and not pathlib.Path(self.preset).is_file():
+            raise ValueError(f"preset={self.preset!r} is neither one of {list(NAMES)} nor a file")
         check_at_least("seeds", self.seeds, 1)
         check_at_least("first_seed", self.first_seed, 1)
         for name in ("total_steps", "eval_every"):
             if getattr(self, name) is not None:
                 check_at_least(name, getattr(self, name), 1)
 
-    def base_config(self, run: RunSettings | None = None) -> DQNConfig:
-        """The preset's config over ``run`` (layout and machinery), with the budget overrides."""
-        hyper_values, run_values = PRESETS[self.preset]
-        run_values = dict(run_values)
-        if self.total_steps is not None:
-            run_values["total_steps"] = self.total_steps
-        if self.eval_every is not None:
-            run_values["eval_every"] = self.eval_every
-        run_values["eval_every"] = min(run_values["eval_every"], run_values["total_steps"])
-        run = dataclasses.replace(run or RunSettings(), **run_values)
-        return DQNConfig(Hyperparameters(**hyper_values), run)
+    def preset_config(self, arm: str, run: RunSettings | None = None) -> tuple[DQNConfig, Preset]:
+        """``arm``'s preset over ``run`` (layout and machinery), with the budget overrides, and the preset."""
+        preset = load_preset(self.preset, arm)
+        config = preset.config(run)
+        budget = {
+            name: getattr(self, name) for name in ("total_steps", "eval_every") if getattr(self, name) is not None
+        }
+        budget["eval_every"] = min(
+            budget.get("eval_every", config.run.eval_every), budget.get("total_steps", config.run.total_steps)
+        )
+        return config.replace(**budget), preset
 
     @property
     def seed_list(self) -> list[int]:
@@ -118,28 +107,16 @@ class CompareOptions:
 def arm_config(options: CompareOptions, arm_name: str, run: RunSettings | None = None) -> tuple[DQNConfig, str]:
     """The config an arm trains with, and where its hyperparameters come from."""
     arm = get_arm(arm_name)
-    base = arm.configure(options.base_config(run))
-    if options.tuned:
-        from .tuning import best_hyperparameters
-
-        study_name = f"dqn-{arm.name}"
-        found = best_hyperparameters(options.storage, study_name, base.hyperparameters)
-        if found is not None:
-            hyperparameters, origin = found
-            return dataclasses.replace(base, hyperparameters=hyperparameters), (
-                f"tuned ({origin['study']}, trial {origin['trial']})"
-            )
-        print(
-            f"  {arm.name}: no complete trial in the study {study_name!r} of --storage; "
-            f"training with the {options.preset} preset (the table says so)",
-            file=sys.stderr,
-            flush=True,
-        )
-    return base, options.preset
+    config, preset = options.preset_config(arm.name, run)
+    return arm.configure(config), preset.label
 
 
 def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[report.SeedRun]:
-    """Each seed's figures and curve; seeds trained together share the wall clock, split evenly."""
+    """Each seed's figures and curve; seeds trained together share the wall clock, split evenly.
+
+    So does their time to solved: a seed's is the run's clock when it was
+    solved (through the hold-out window) divided by the seeds of the run.
+    """
     runs = []
     for index, seed in enumerate(seeds):
         curve = tuple(
@@ -151,7 +128,7 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[report.SeedRun]
             )
             for row in result.history
         )
-        solved_at = next((row.seconds for row in result.history if row.per_seed[index].solved), math.nan)
+        solved_at = seconds_to_solved(result.history, result.config.run.hold_out_steps, seed=index) / len(seeds)
         final = result.history[-1].per_seed[index]
         runs.append(
             report.SeedRun(
@@ -272,7 +249,7 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
     out = pathlib.Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    base = options.base_config(run)
+    base = DQNConfig(run=run or RunSettings())  # the layout: the oracle's row and the table's notes
     with tracking.quiet_mlflow():
         tracking.connect(options.tracking_uri, options.experiment)
         with mlflow.start_run(
@@ -288,8 +265,8 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
                     "arms": ",".join(options.arms),
                     "preset": options.preset,
                     "seeds": ",".join(map(str, options.seed_list)),
-                    "tuned": str(options.tuned),
-                    **tracking.config_params(base),
+                    # The layout and machinery; each arm's hyperparameters and budget are on its nested runs.
+                    **{key: value for key, value in tracking.config_params(base).items() if key in SHARED_RUN_FIELDS},
                 }
             )
             results = []
@@ -306,6 +283,7 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
                 mlflow.log_metrics(
                     {
                         f"{row.arm}.rolling_reward_mean": row.rolling_reward.mean,
+                        **{f"{row.arm}.{name}_iqm": value.iqm for name, value in row.intervals.items()},
                         f"{row.arm}.greedy_success_rate_mean": row.greedy_success_rate.mean,
                         f"{row.arm}.wall_seconds_total": row.wall_seconds_total,
                         **{f"{row.arm}.seconds_{name}": value for name, value in row.phases.items()},

@@ -1,10 +1,13 @@
 """What ``compare`` and ``tune`` show: per-seed records, statistics over seeds, tables, CSVs and plots.
 
-- ``compare.md`` and ``compare.csv``: per arm, mean and spread over seeds of the
-  rolling reward (the study's figure: mean per-step reward of the last 2000
-  training episodes), greedy success rate, normalised return and per-step
-  reward, the training wall time, the time to a solved agent and the speed-up
-  over torch x Doors-v0; the oracle's row and the study's published row;
+- ``compare.md`` and ``compare.csv``: per arm, the interquartile mean over
+  seeds with its 95 % bootstrap interval (:mod:`doors_gym_baselines.statistics`)
+  of the time to a solved agent (unsolved seeds counted as never), the greedy
+  success rate and per-step reward and the rolling reward (the study's figure:
+  mean per-step reward of the last 2000 training episodes), the seeds solved
+  at the end, the speed-up over torch x Doors-v0 in time to solved, the
+  training wall time; means and standard deviations in the CSV; the oracle's
+  row and the study's published row;
 - ``compare_seeds.csv``: one row per arm and seed;
 - ``learning_curves.png``: rolling and greedy reward against wall-clock time;
 - ``time_breakdown.png``: where each arm's time per seed goes (env step, action
@@ -32,10 +35,13 @@ from .arms import ARMS, REFERENCE_ARM, Arm
 from .config import DQNConfig
 from .evaluation import evaluate_greedy
 from .metrics import PHASES, SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, is_solved
+from .statistics import Interval, iqm_interval
 from .tracking import retry_creation_race
 
 FIGURES = ("rolling_reward", "greedy_success_rate", "greedy_normalised_return", "greedy_step_reward")
 """The final figures every seed reports, summarised over seeds."""
+INTERVAL_FIGURES = ("greedy_success_rate", "greedy_step_reward", "rolling_reward")
+"""The final figures reported as IQM with a bootstrap CI (beside the time to solved)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +61,8 @@ class SeedRun:
     seed: int
     wall_seconds: float
     seconds_to_solved: float
-    """Wall seconds of the first evaluation where the seed was solved (NaN if never)."""
+    """Wall seconds (compile included) to the evaluation from which the seed stayed solved through the hold-out
+    window to the end of its run (NaN if it did not; see :func:`~doors_gym_baselines.metrics.seconds_to_solved`)."""
     rolling_reward: float
     greedy_success_rate: float
     greedy_normalised_return: float
@@ -119,10 +126,15 @@ class Summary:
     solved: int
     """Seeds solved at the end."""
     solved_ever: int
-    """Seeds solved at some evaluation."""
+    """Seeds with a time to solved."""
     wall_seconds_total: float
     wall_seconds: Spread
     seconds_to_solved_mean: float
+    """Mean time to solved over the seeds that have one."""
+    intervals: dict[str, Interval]
+    """IQM and 95 % CI over seeds of the time to solved (unsolved: inf) and of :data:`INTERVAL_FIGURES`."""
+    budget: str
+    """The run's budget and stopping rule, in words."""
     rolling_reward: Spread
     greedy_success_rate: Spread
     greedy_normalised_return: Spread
@@ -132,26 +144,38 @@ class Summary:
     ms_per_update: float = math.nan
     """Milliseconds of the update phase per gradient update."""
     speedup_vs_torch_numpy: float | None = None
+    """The reference arm's total wall time over this arm's."""
+    speedup_to_solved: float | None = None
+    """The reference arm's IQM time to solved over this arm's."""
 
     def csv_row(self) -> dict[str, Any]:
         """The row of ``compare.csv``."""
-        row = {name: getattr(self, name) for name in ("arm", "label", "hyperparameters", "seeds", "solved")}
+        row = {name: getattr(self, name) for name in ("arm", "label", "hyperparameters", "budget", "seeds", "solved")}
         row.update(solved_ever=self.solved_ever, wall_seconds_total=self.wall_seconds_total)
         for name in ("wall_seconds", *FIGURES):
             spread = getattr(self, name)
             row[f"{name}_mean"], row[f"{name}_std"] = spread.mean, spread.std
         row["seconds_to_solved_mean"] = self.seconds_to_solved_mean
         row["speedup_vs_torch_numpy"] = self.speedup_vs_torch_numpy
+        row["speedup_to_solved"] = self.speedup_to_solved
+        for name, interval in self.intervals.items():
+            row[f"{name}_iqm"], row[f"{name}_ci_low"], row[f"{name}_ci_high"] = (
+                interval.iqm,
+                interval.low,
+                interval.high,
+            )
         row["ms_per_update"] = self.ms_per_update
         row.update({f"seconds_{name}": self.phases.get(name, math.nan) for name in PHASES})
         return row
 
 
 def summarise(runs: ArmRuns) -> Summary:
-    """Mean and standard deviation over seeds of every figure, and the totals."""
+    """IQM with CI, mean and standard deviation over seeds of every figure, and the totals."""
     seeds = runs.seeds
-    solved_times = np.array([seed.seconds_to_solved for seed in seeds], dtype=float)
-    solved_times = solved_times[np.isfinite(solved_times)]
+    all_times = np.array([seed.seconds_to_solved for seed in seeds], dtype=float)
+    solved_times = all_times[np.isfinite(all_times)]
+    intervals = {"seconds_to_solved": iqm_interval(np.where(np.isnan(all_times), math.inf, all_times))}
+    intervals.update({name: iqm_interval([getattr(seed, name) for seed in seeds]) for name in INTERVAL_FIGURES})
     return Summary(
         arm=runs.arm.name,
         label=runs.arm.label,
@@ -162,6 +186,8 @@ def summarise(runs: ArmRuns) -> Summary:
         wall_seconds_total=float(sum(seed.wall_seconds for seed in seeds)),
         wall_seconds=Spread.of([seed.wall_seconds for seed in seeds]),
         seconds_to_solved_mean=float(solved_times.mean()) if solved_times.size else math.nan,
+        intervals=intervals,
+        budget=describe_budget(runs.config),
         phases={name: float(np.mean([seed.phases.get(name, math.nan) for seed in seeds])) for name in PHASES},
         ms_per_update=ms_per_update(seeds),
         **{name: Spread.of([getattr(seed, name) for seed in seeds]) for name in FIGURES},
@@ -175,13 +201,33 @@ def ms_per_update(seeds: Sequence[SeedRun]) -> float:
     return 1e3 * seconds / updates if updates else math.nan
 
 
+def describe_budget(config: DQNConfig) -> str:
+    """A run's budget and stopping rule in words."""
+    run = config.run
+    words = f"{run.total_steps / 1000:g}k steps, eval every {run.eval_every / 1000:g}k"
+    if run.stop_when_solved:
+        words += f", stops when solved for {run.hold_out_steps / 1000:g}k"
+    elif run.hold_out_steps:
+        words += f", hold-out {run.hold_out_steps / 1000:g}k"
+    return words
+
+
 def summarise_all(results: Sequence[ArmRuns]) -> list[Summary]:
-    """Every arm's summary, with its speed-up: the reference arm's total wall time over its own."""
+    """Every arm's summary, with its speed-ups over the reference arm (wall time, and IQM time to solved)."""
     rows = [summarise(runs) for runs in results]
     reference = next((row for row in rows if row.arm == REFERENCE_ARM.name), None)
+
+    def to_solved(row: Summary) -> float | None:
+        if reference is None:
+            return None
+        ours, theirs = row.intervals["seconds_to_solved"].iqm, reference.intervals["seconds_to_solved"].iqm
+        return theirs / ours if math.isfinite(ours) and math.isfinite(theirs) else None
+
     return [
         dataclasses.replace(
-            row, speedup_vs_torch_numpy=reference.wall_seconds_total / row.wall_seconds_total if reference else None
+            row,
+            speedup_vs_torch_numpy=reference.wall_seconds_total / row.wall_seconds_total if reference else None,
+            speedup_to_solved=to_solved(row),
         )
         for row in rows
     ]
@@ -209,29 +255,23 @@ def _published_arms() -> list[Arm]:
 
 
 def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNConfig, machine: str) -> str:
-    """The comparison as Markdown: ours (mean ± sd over seeds), the oracle, the study's published figures."""
+    """The comparison as Markdown: ours (IQM [95 % CI] over seeds), the oracle, the study's published figures."""
     head = (
-        "| arm | hyperparameters | solved at the end | rolling reward | greedy success | normalised return "
-        "| greedy step reward | wall s (all seeds) | s per seed | s to first solved (seeds) "
-        f"| speed-up vs {REFERENCE_ARM.label} |"
+        "| arm | hyperparameters | budget | solved at the end | s to solved | speed-up to solved "
+        "| greedy success | greedy step reward | rolling reward | wall s per seed |"
     )
-    lines = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
-        speedup = "-" if row.speedup_vs_torch_numpy is None else f"{row.speedup_vs_torch_numpy:.1f}x"
-        to_solved = (
-            "-"
-            if math.isnan(row.seconds_to_solved_mean)
-            else f"{row.seconds_to_solved_mean:.1f} ({row.solved_ever}/{row.seeds})"
-        )
+        speedup = "-" if row.speedup_to_solved is None else f"{row.speedup_to_solved:.1f}x"
+        figures = row.intervals
         lines.append(
-            f"| {row.label} | {row.hyperparameters} | {row.solved}/{row.seeds} "
-            f"| {row.rolling_reward:.3f} | {row.greedy_success_rate:.3f} "
-            f"| {row.greedy_normalised_return:.3f} | {row.greedy_step_reward:.3f} "
-            f"| {row.wall_seconds_total:.1f} | {row.wall_seconds:.1f} | {to_solved} | {speedup} |"
+            f"| {row.label} | {row.hyperparameters} | {row.budget} | {row.solved}/{row.seeds} "
+            f"| {figures['seconds_to_solved']:.1f} | {speedup} | {figures['greedy_success_rate']:.3f} "
+            f"| {figures['greedy_step_reward']:.3f} | {figures['rolling_reward']:.3f} | {row.wall_seconds:.1f} |"
         )
     lines.append(
-        f"| oracle (shortest paths) | - | - | {oracle['rolling_reward']:.3f} | {oracle['greedy_success_rate']:.3f} "
-        f"| {oracle['greedy_normalised_return']:.3f} | {oracle['greedy_step_reward']:.3f} | - | - | - | - |"
+        f"| oracle (shortest paths) | - | - | - | - | - | {oracle['greedy_success_rate']:.3f} "
+        f"| {oracle['greedy_step_reward']:.3f} | {oracle['rolling_reward']:.3f} | - |"
     )
     published = [
         "",
@@ -251,15 +291,14 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNCon
             f"| {format(mine.rolling_reward, '.3f') if mine else '-'} "
             f"| {format(mine.wall_seconds, '.1f') if mine else '-'} |"
         )
-    run = config.run
     settings = (
-        f"{run.total_steps:,} env steps per seed, {config.hyperparameters.num_envs} envs, evaluation every "
-        f"{run.eval_every:,} steps; rolling reward over the last {run.rolling_episodes} training episodes; greedy "
-        f"figures over all {config.params.width ** 2} start/goal pairs. Spread: ± one standard deviation over seeds. "
-        f"Solved: greedy success >= {SOLVED_SUCCESS * 100:g} % and rolling reward >= {SOLVED_ROLLING_REWARD}; "
-        "s to first solved is the mean wall time of "
-        "the first evaluation where a seed was solved, over the seeds that got there. flax-scan trains its seeds "
-        "together under one vmap; its s per seed is the total divided by the seeds."
+        f"Figures: interquartile mean over seeds [95 % percentile bootstrap CI]; greedy figures over all "
+        f"{config.params.width ** 2} start/goal pairs, rolling reward over the last {config.run.rolling_episodes} "
+        f"training episodes. Solved: greedy success >= {SOLVED_SUCCESS * 100:g} % and rolling reward >= "
+        f"{SOLVED_ROLLING_REWARD}. s to solved: wall seconds, compile included, to the evaluation from which a seed "
+        "stayed solved through the hold-out window to the end of its run; a seed that did not counts as ∞ (never), "
+        "not dropped. Speed-up to solved: torch x Doors-v0's IQM over the arm's. Wall s per seed: mean ± sd; "
+        "flax-scan trains its seeds together under one vmap, its s per seed is the total divided by the seeds."
     )
     breakdown = [
         "",
@@ -282,7 +321,10 @@ CSV_COLUMNS = (
     "wall_seconds_std",
     "seconds_to_solved_mean",
     *(f"{key}_{stat}" for key in FIGURES for stat in ("mean", "std")),
+    *(f"{key}_{stat}" for key in ("seconds_to_solved", *INTERVAL_FIGURES) for stat in ("iqm", "ci_low", "ci_high")),
+    "budget",
     "speedup_vs_torch_numpy",
+    "speedup_to_solved",
     "ms_per_update",
     *(f"seconds_{name}" for name in PHASES),
 )
@@ -500,3 +542,100 @@ def log_study_plots(study: Any) -> list[str]:
                 mlflow.log_text(f"{name} not drawn: {error}\n", f"plots/{name}.txt")
                 written.append(f"plots/{name}.txt")
     return written
+
+
+def write_study_summary(study: Any, folder: str | pathlib.Path) -> dict[str, pathlib.Path]:
+    """Writes a study's summary under ``folder``: ``summary.md`` and ``summary.json`` (the best trial, the
+    counts by state, the parameter importances) and the history and importance plots (PNG); returns the paths."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import optuna
+    import optuna.visualization.matplotlib as matplotlib_plots
+
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    states = [trial.state.name for trial in study.trials]
+    counts = {state: states.count(state) for state in ("COMPLETE", "PRUNED", "FAIL", "RUNNING") if state in states}
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    try:
+        importances = dict(optuna.importance.get_param_importances(study)) if len(complete) >= 2 else {}
+    except (RuntimeError, ValueError):
+        importances = {}
+    best = study.best_trial if complete else None
+    summary = {
+        "study": study.study_name,
+        "arm": study.user_attrs.get("arm"),
+        "objective": study.user_attrs.get("objective", "learning-curve"),
+        "direction": study.direction.name.lower(),
+        "trials": counts,
+        "best": (
+            None
+            if best is None
+            else {"trial": best.number, "value": best.value, "params": best.params, "user_attrs": best.user_attrs}
+        ),
+        "importances": {name: round(value, 4) for name, value in importances.items()},
+        "confirmed": sorted(
+            (value for key, value in study.user_attrs.items() if key.startswith("confirm.")),
+            key=lambda found: float(np.mean(found["scores"])) * (-1 if study.direction.name == "MAXIMIZE" else 1),
+        ),
+    }
+    paths = {"json": folder / "summary.json", "markdown": folder / "summary.md"}
+    paths["json"].write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    lines = [
+        f"# Study `{study.study_name}`",
+        "",
+        f"Objective: {summary['objective']} ({summary['direction']}); trials: "
+        + ", ".join(f"{count} {state.lower()}" for state, count in counts.items())
+        + ".",
+        "",
+    ]
+    if best is not None:
+        attrs = best.user_attrs
+        lines += [
+            f"Best trial {best.number}: score {best.value:.3f} (seed {attrs.get('seed', '?')}, "
+            f"{attrs.get('seconds_to_solved') or '-'} s to solved, {attrs.get('wall_seconds', '-')} s wall).",
+            "",
+            "| parameter | best value | importance |",
+            "|---|---:|---:|",
+            *(
+                (
+                    f"| {name} | {value:.4g} | {importances.get(name, math.nan):.3f} |"
+                    if isinstance(value, float)
+                    else f"| {name} | {value} | {importances.get(name, math.nan):.3f} |"
+                )
+                for name, value in sorted(best.params.items(), key=lambda item: -importances.get(item[0], 0.0))
+            ),
+            "",
+        ]
+    if summary["confirmed"]:
+        lines += [
+            "The best trials re-trained on more tuning seeds (the preset is the first row: the best mean score):",
+            "",
+            "| trial | seeds | scores | mean |",
+            "|---:|---|---|---:|",
+            *(
+                f"| {found['trial']} | {', '.join(map(str, found['seeds']))} "
+                f"| {', '.join(f'{score:.1f}' for score in found['scores'])} | {np.mean(found['scores']):.1f} |"
+                for found in summary["confirmed"]
+            ),
+            "",
+        ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ("optimization_history", "param_importances"):
+            if not complete or (name == "param_importances" and not importances):
+                continue
+            axes = getattr(matplotlib_plots, f"plot_{name}")(study)
+            figure = np.asarray(axes).flat[0].figure
+            figure.set_size_inches(10, 5.5)
+            figure.tight_layout()
+            paths[name] = folder / f"{name}.png"
+            figure.savefig(paths[name], dpi=110)
+            plt.close(figure)
+            lines.append(f"![{name}]({name}.png)")
+    paths["markdown"].write_text("\n".join(lines) + "\n")
+    return paths

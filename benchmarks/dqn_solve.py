@@ -5,12 +5,18 @@ Run from the repository root (``pip install -e .[baselines]``)::
     python benchmarks/dqn_solve.py                   # every arm, up to 600k env steps each
     python benchmarks/dqn_solve.py --quick           # a smaller budget, for a smoke run
     python benchmarks/dqn_solve.py --only scan torch # the arms whose name contains one of these
+    python benchmarks/dqn_solve.py --preset tuned    # each arm with its tuned preset (budget and hold-out too)
 
 Every arm trains with the same hyperparameters (the ``Hyperparameters``
 defaults unless overridden) and stops at the first greedy evaluation where it
 is solved: greedy success >= 99 % over all 225 start/goal pairs and rolling
-reward (mean per-step reward of the last 2000 training episodes) >= 0.75. Wall
-time counts everything, compilation included. Besides every registered arm it
+reward (mean per-step reward of the last 2000 training episodes) >= 0.75. With
+``--preset tuned`` each arm trains its own tuned preset instead (see
+``doors_gym_baselines.presets``), with the budget, evaluation cadence and
+hold-out window it was tuned with, on ``--seed`` (100 by default: not a tuning
+seed); its time to solved is then the time to the evaluation from which it
+stayed solved through the hold-out window. Wall time counts everything,
+compilation included. Besides every registered arm it
 runs ``torch-numpy`` with one intra-op thread (to tell the thread setting's
 share from the compiler's), and ``flax-scan`` with 1 and with 8 seeds (one group
 per device, all cores) over the whole budget, solved or not, for the cost of
@@ -43,7 +49,8 @@ from doors_gym.oracle import evaluate_oracle  # noqa: E402
 from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402
 from doors_gym_baselines.devices import prepare_host_devices  # noqa: E402
-from doors_gym_baselines.metrics import PHASES  # noqa: E402
+from doors_gym_baselines.metrics import PHASES, seconds_to_solved  # noqa: E402
+from doors_gym_baselines.presets import load_preset  # noqa: E402
 
 UPDATE_FLOOR_MS = 0.1
 """About 18 MFLOP per update at this CPU's fp32 peak (see the module docstring)."""
@@ -84,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", default=None, help="run only the runs whose name contains one of these")
     parser.add_argument("--hidden-sizes", type=int, nargs="+", default=None, help="network widths for every arm")
     parser.add_argument("--json", type=pathlib.Path, default=None, help="also write the rows to this JSON file")
+    parser.add_argument(
+        "--preset", default=None, help="each arm's preset: tuned, quick, full or a file (default: the defaults)"
+    )
+    parser.add_argument("--seed", type=int, default=100, help="training seed with --preset (default 100)")
     args = parser.parse_args(argv)
     total_steps = args.total_steps or (120_000 if args.quick else 600_000)
     if total_steps < 1 or args.eval_every < 1:
@@ -98,13 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     for name, arm, overrides, threads in runs():
         if args.only and not any(part in name for part in args.only):
             continue
+        config = base
+        if args.preset:
+            try:
+                config = load_preset(args.preset, arm).config().replace(seed=args.seed, quiet=True)
+            except ValueError as error:
+                parser.error(str(error))
         with torch_threads(threads):
-            result = get_arm(arm).train(base.replace(**overrides))
+            result = get_arm(arm).train(config.replace(**overrides))
         results[name] = result
         print(f"{name}: {json.dumps(result.summary())} facts {json.dumps(result.facts)}", flush=True)
 
     def to_solved(result) -> float:
-        return next((row.seconds for row in result.history if row.solved), float("nan"))
+        return seconds_to_solved(result.history, result.config.run.hold_out_steps)
 
     reference = results.get("torch-numpy")
     table = []
@@ -140,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         "rolling reward",
         "speed-up vs torch-numpy (to solved)",
     ]
-    print(f"\nDQN to solved (budget {total_steps:,} env steps per seed; {machine_line()})\n")
+    budget = f"preset {args.preset}, seed {args.seed}" if args.preset else f"budget {total_steps:,} env steps per seed"
+    print(f"\nDQN to solved ({budget}; {machine_line()})\n")
     print(markdown_table(headers, table))
     print(f"\noracle: greedy success {oracle.success_rate:.3f}, per-step reward {oracle.mean_step_reward:.3f}")
     single, multi = results.get("flax-scan x 1 seed, whole budget"), results.get("flax-scan x 8 seeds, whole budget")
@@ -148,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         ratio = multi.wall_seconds / single.wall_seconds
         compiled = (multi.wall_seconds - multi.timings.compile) / (single.wall_seconds - single.timings.compile)
         print(
-            f"8 seeds over {len(multi.facts['devices'])} device(s), {total_steps:,} env steps each: {ratio:.1f}x the "
+            f"8 seeds over {len(multi.facts['devices'])} device(s), {single.config.run.total_steps:,} env steps each: "
+            f"{ratio:.1f}x the "
             f"wall time of 1 seed (target <= 4x; {compiled:.1f}x without compiling; "
             f"{multi.facts['seeds_per_device']} seeds per device)"
         )

@@ -22,6 +22,7 @@ def tiny_compare(tmp_path_factory: pytest.TempPathFactory) -> tuple[compare.Comp
     folder = tmp_path_factory.mktemp("compare")
     options = compare.CompareOptions(
         arms=("torch-numpy", "flax-scan"),
+        preset="quick",
         seeds=2,
         total_steps=2_000,
         eval_every=1_000,
@@ -50,6 +51,10 @@ def test_compare_writes_the_table_csvs_and_plot(tiny_compare) -> None:
         "published:flax-jax",
     ]
     assert float(rows[0]["speedup_vs_torch_numpy"]) == pytest.approx(1.0)
+    for name in ("seconds_to_solved", "greedy_success_rate", "greedy_step_reward", "rolling_reward"):
+        low, iqm, high = (float(rows[0][f"{name}_{stat}"]) for stat in ("ci_low", "iqm", "ci_high"))
+        assert low <= iqm <= high, name
+    assert rows[0]["budget"] == "2k steps, eval every 1k"
     assert float(rows[2]["greedy_step_reward_mean"]) == pytest.approx(0.7762, abs=1e-3)
     seeds = list(csv.DictReader(paths["seeds_csv"].open()))
     assert [(row["arm"], int(row["seed"])) for row in seeds] == [
@@ -61,13 +66,20 @@ def test_compare_writes_the_table_csvs_and_plot(tiny_compare) -> None:
     assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_compare_summary_is_the_mean_and_spread_of_the_seeds(tiny_compare) -> None:
+def test_compare_summary_is_the_mean_spread_and_iqm_of_the_seeds(tiny_compare) -> None:
+    from scipy.stats import trim_mean
+
     _, outcome = tiny_compare
     seeds = list(csv.DictReader(outcome.paths["seeds_csv"].open()))
     for row in outcome.rows:
         values = [float(seed["rolling_reward"]) for seed in seeds if seed["arm"] == row.arm]
         assert row.rolling_reward.mean == pytest.approx(sum(values) / len(values))
+        assert row.intervals["rolling_reward"].iqm == pytest.approx(trim_mean(values, 0.25))
         assert row.seeds == 2 and row.wall_seconds_total > 0
+        # A seed that is not solved counts as never solved: with half the seeds unsolved the IQM is infinite.
+        times = [float(seed["seconds_to_solved"]) for seed in seeds if seed["arm"] == row.arm]
+        unsolved = sum(time != time for time in times)
+        assert (row.intervals["seconds_to_solved"].iqm == float("inf")) == (unsolved >= 1)
 
 
 def test_compare_is_logged_to_mlflow(tiny_compare) -> None:
@@ -96,18 +108,22 @@ def test_compare_resumes_from_finished_runs(tiny_compare, capsys: pytest.Capture
     assert children == [], "reused runs are not trained again"
 
 
-def test_quick_preset_is_the_default_and_full_follows_the_study() -> None:
-    quick = compare.CompareOptions().base_config()
-    full = compare.CompareOptions(preset="full").base_config()
-    assert compare.CompareOptions().arms == ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
-    assert compare.CompareOptions().seeds >= 5 and compare.FIRST_SEED != 0
+def test_tuned_presets_are_the_default_and_full_follows_the_study() -> None:
+    options = compare.CompareOptions()
+    assert options.preset == "tuned" and options.seeds == 10 and options.seed_list == list(range(100, 110))
+    assert options.arms == ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
+    quick, _ = compare.CompareOptions(preset="quick").preset_config("flax-jax")
+    full, _ = compare.CompareOptions(preset="full").preset_config("flax-jax")
     assert quick.run.total_steps == 100_000 and full.run.total_steps == 500_000 and full.run.rolling_episodes == 2000
+    assert not quick.run.stop_when_solved and not full.run.stop_when_solved
+    overridden, _ = compare.CompareOptions(preset="full", total_steps=3_000).preset_config("flax-jax")
+    assert (overridden.run.total_steps, overridden.run.eval_every) == (3_000, 3_000)
 
 
 def test_bad_options_name_the_flag() -> None:
     with pytest.raises(ValueError, match=r"arms=\('torch-numpy', 'torch-numpy'\)|repeats an arm"):
         compare.CompareOptions(arms=("torch-numpy", "torch-numpy"))
-    with pytest.raises(ValueError, match="preset='slow' is not supported"):
+    with pytest.raises(ValueError, match=r"preset='slow' is neither one of \['tuned', 'quick', 'full'\] nor a file"):
         compare.CompareOptions(preset="slow")
     with pytest.raises(ValueError, match="first_seed=0 is out of range"):
         compare.CompareOptions(first_seed=0)
@@ -119,6 +135,8 @@ def test_main_prints_the_table(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
     code = cli.main(
         [
             "compare",
+            "--preset",
+            "quick",
             "--arms",
             "flax-numpy",
             "--seeds",
@@ -138,18 +156,6 @@ def test_main_prints_the_table(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
     printed = capsys.readouterr().out
     assert code == 0 and "| Flax x Doors-v0 (NumPy) |" in printed and "oracle (shortest paths)" in printed
     assert (tmp_path / "out" / "compare.md").exists()
-
-
-def test_tuned_without_a_study_says_so_and_an_unreachable_storage_is_an_error(
-    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    options = compare.CompareOptions(tuned=True, storage=f"sqlite:///{tmp_path / 'optuna.db'}")
-    config, origin = compare.arm_config(options, "flax-jax")
-    assert origin == "quick" and config == compare.CompareOptions().base_config().replace(env_id="DoorsJax-v0")
-    assert "no complete trial in the study 'dqn-flax-jax'" in capsys.readouterr().err
-    unreachable = compare.CompareOptions(tuned=True, storage=f"sqlite:///{tmp_path / 'missing' / 'optuna.db'}")
-    with pytest.raises(ValueError, match="is unreachable"):
-        compare.arm_config(unreachable, "flax-jax")
 
 
 def test_compare_shows_where_the_time_goes(tiny_compare) -> None:

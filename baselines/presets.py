@@ -1,0 +1,161 @@
+"""Presets: named hyperparameters and budgets that ``compare`` trains with (RL Zoo's hyperparams files).
+
+A preset is a YAML file, or one of the built-in ones:
+
+- ``tuned`` (the default): each arm's own file ``hyperparams/<arm>.yml`` beside
+  this module, the best trial of its time-to-solved study (``doors-gym tune
+  --preset-out``), with the budget and hold-out window it was tuned with;
+- ``quick``: one hand-checked point of the search space for every arm, 100k
+  env steps per seed;
+- ``full``: the ``DQNConfig`` defaults and the study's 500k env steps.
+
+A file has a ``hyperparameters`` mapping (any :class:`Hyperparameters` field),
+a ``run`` mapping (the budget: ``total_steps``, ``eval_every``,
+``hold_out_steps``, ``stop_when_solved``) and an optional ``study`` mapping
+that says where it came from. Anything else is an error naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import pathlib
+from typing import Any
+
+from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings
+
+HYPERPARAMS_DIR = pathlib.Path(__file__).parent / "hyperparams"
+"""Where the tuned presets live (one ``<arm>.yml`` per arm, installed with the package)."""
+RUN_FIELDS = ("total_steps", "eval_every", "hold_out_steps", "stop_when_solved")
+"""The run settings a preset may set: the budget and when a run ends."""
+SECTIONS = ("hyperparameters", "run", "study")
+
+BUILTIN: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    # About 4 minutes on 2 CPU cores for the default arms and 5 seeds. A hand-checked point of the tuning
+    # search space that solves within 100k steps (gamma 0.9 is what matters most).
+    "quick": (
+        {
+            "learning_rate": 3e-3,
+            "gamma": 0.9,
+            "target_update": 100,
+            "exploration_fraction": 0.2,
+            "learning_starts": 2_000,
+        },
+        {"total_steps": 100_000, "eval_every": 20_000},
+    ),
+    # The study's protocol: 5e5 env steps per run, rolling reward over the last 2000 episodes.
+    "full": ({}, {"total_steps": 500_000, "eval_every": 25_000}),
+}
+"""The built-in presets' ``(hyperparameters, run settings)`` over the defaults."""
+NAMES = ("tuned", *BUILTIN)
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """Hyperparameters and a budget over the defaults, and where they came from."""
+
+    name: str
+    """``tuned``, ``quick``, ``full`` or the file's path."""
+    hyperparameters: dict[str, Any]
+    run: dict[str, Any]
+    study: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """What the comparison table says about the hyperparameters."""
+        if self.study.get("study"):
+            return f"{self.name} ({self.study['study']}, trial {self.study.get('trial', '?')})"
+        return self.name
+
+    def config(self, run: RunSettings | None = None) -> DQNConfig:
+        """The preset over ``run`` (layout and machinery) and the defaults."""
+        return DQNConfig(Hyperparameters(**self.hyperparameters), dataclasses.replace(run or RunSettings(), **self.run))
+
+
+def tuned_path(arm: str) -> pathlib.Path:
+    """The tuned preset file of ``arm``."""
+    return HYPERPARAMS_DIR / f"{arm}.yml"
+
+
+def tuned_arms() -> tuple[str, ...]:
+    """The arms that have a tuned preset."""
+    return tuple(sorted(path.stem for path in HYPERPARAMS_DIR.glob("*.yml")))
+
+
+def load_preset(spec: str, arm: str) -> Preset:
+    """The preset ``spec`` (a built-in name or a YAML file's path) for ``arm``; ``ValueError`` naming what is wrong."""
+    if spec in BUILTIN:
+        hyperparameters, run = BUILTIN[spec]
+        return Preset(spec, dict(hyperparameters), dict(run))
+    if spec == "tuned":
+        path = tuned_path(arm)
+        if not path.exists():
+            raise ValueError(
+                f"preset='tuned': arm {arm!r} has no tuned preset ({path} is missing; tuned: "
+                f"{', '.join(tuned_arms()) or 'none'}): expected --preset quick, full or a file, "
+                f"or tune it first (doors-gym tune --arm {arm} --preset-out {path})"
+            )
+        return dataclasses.replace(read_preset(path), name="tuned")
+    path = pathlib.Path(spec)
+    if not path.is_file():
+        raise ValueError(f"preset={spec!r} is neither one of {list(NAMES)} nor a file")
+    return read_preset(path)
+
+
+def read_preset(path: pathlib.Path) -> Preset:
+    """A preset file; ``ValueError`` naming the file and the bad section, key or value."""
+    import yaml
+
+    try:
+        values = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ValueError(f"preset file {str(path)!r} cannot be read: {error}") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"preset file {str(path)!r} is not a mapping: expected sections {list(SECTIONS)}")
+    unknown = sorted(set(values) - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"preset file {str(path)!r}: sections {unknown} are unknown: expected {list(SECTIONS)}")
+    sections = {name: values.get(name) or {} for name in SECTIONS}
+    for name, section in sections.items():
+        if not isinstance(section, dict):
+            raise ValueError(f"preset file {str(path)!r}: section {name!r} is not a mapping")
+    allowed = {"hyperparameters": HYPERPARAMETER_NAMES, "run": RUN_FIELDS}
+    for name, keys in allowed.items():
+        unknown = sorted(set(sections[name]) - set(keys))
+        if unknown:
+            raise ValueError(
+                f"preset file {str(path)!r}: {name} keys {unknown} are unknown: expected keys among {sorted(keys)}"
+            )
+    hyperparameters = {
+        key: tuple(value) if isinstance(value, list) else value for key, value in sections["hyperparameters"].items()
+    }
+    preset = Preset(str(path), hyperparameters, dict(sections["run"]), dict(sections["study"]))
+    try:
+        preset.config()  # every value checked now, with the field's own message
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"preset file {str(path)!r}: {error}") from None
+    return preset
+
+
+def write_preset(
+    path: str | pathlib.Path, hyperparameters: Hyperparameters, run: RunSettings, study: dict[str, Any]
+) -> pathlib.Path:
+    """Writes every hyperparameter and the budget of ``run`` as a preset file, ``study`` saying where they came from."""
+    import yaml
+
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    values = {
+        "study": {**study, "written": datetime.date.today().isoformat()},
+        "hyperparameters": {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in dataclasses.asdict(hyperparameters).items()
+        },
+        "run": {key: getattr(run, key) for key in RUN_FIELDS},
+    }
+    header = (
+        f"# A doors-gym preset (doors-gym compare --preset {path}); written by doors-gym tune --preset-out.\n"
+        "# hyperparameters: every DQN hyperparameter; run: the budget and when a run ends; study: the origin.\n"
+    )
+    path.write_text(header + yaml.safe_dump(values, sort_keys=False))
+    return path
