@@ -46,6 +46,11 @@ class CompiledTorchLearner(TorchLearner):
         if self.device.type == "cpu":
             torch.set_num_threads(available_cores())
         self.facts = {"torch_threads": torch.get_num_threads(), "torch_version": torch.__version__}
+        # Each learner compiles afresh. A process that trains learner after learner (a tuning study) would
+        # otherwise add every new learner's guards to the same code objects until dynamo's recompile limit
+        # fails the fullgraph policy (found by the 40-trial study). The on-disk inductor cache still serves
+        # graphs it has compiled before.
+        torch._dynamo.reset()
         # Static shapes: the loop uses three (num_envs and W * W observations, batch_size transitions), all
         # compiled below. With dynamic shapes, torch's duck sizing took a 225-row batch and the 225 cells for
         # one size, and a kernel later indexed past the 450 plane rows.

@@ -55,6 +55,19 @@ def test_compiled_torch_update_equals_the_eager_one(settings, fixed_batch):
         np.testing.assert_allclose(compiled.q_values(obs), eager.q_values(obs), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
+def test_compiled_learners_one_after_another_never_hit_the_recompile_limit(monkeypatch):
+    # A tuning study builds learner after learner of other shapes in one process: each compiles afresh.
+    torch = pytest.importorskip("torch")
+    from doors_gym_baselines.dqn_torch_compile import CompiledTorchLearner
+
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)  # one learner compiles two of each
+    for width, batch_size in ((32, 32), (48, 64), (64, 32)):
+        config = DQNConfig.of(batch_size=batch_size, num_envs=8, hidden_sizes=(width,), seed=0)
+        learner = CompiledTorchLearner(config)
+        assert learner.act(np.zeros((8, 225), dtype=np.int16)).shape == (8,)
+
+
 DEVICES_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
