@@ -153,9 +153,10 @@ def _cache_path(options: CompareOptions, arm: Arm, seeds: Sequence[int]) -> path
 
 
 def _cache_key(config: DQNConfig) -> dict[str, Any]:
-    """What decides a run's outcome: the config without its display setting."""
+    """What decides a run's outcome: the config without its display and compilation-cache settings."""
     values = config.to_dict()
-    values["run"].pop("quiet")
+    for name in ("quiet", "jax_cache"):
+        values["run"].pop(name)
     return values
 
 

@@ -144,6 +144,11 @@ class RunSettings:
         "native", "Doors-v0 vector env: native NumPy, or Gymnasium's sync or async", choices=VECTORIZATIONS
     )
     device: str = field("cpu", "torch device of the torch arms (cpu, cuda, cuda:1, ...)")
+    jax_cache: str | None = field(
+        None,
+        "folder of JAX's persistent compilation cache: a later run loads the JAX arms' compiled programs "
+        "instead of compiling them again (default: $DOORS_GYM_JAX_CACHE, else off)",
+    )
     quiet: bool = field(False, "no progress bar")
 
     def __post_init__(self) -> None:

@@ -16,6 +16,10 @@ import os
 import sys
 
 FORCE_FLAG = "xla_force_host_platform_device_count"
+JAX_CACHE_VARIABLE = "DOORS_GYM_JAX_CACHE"
+"""The default folder of JAX's persistent compilation cache (see :func:`use_jax_compilation_cache`)."""
+CACHED_COMPILE_SECONDS = 0.5
+"""Programs that took at least this long to compile are stored in the persistent cache."""
 
 
 def available_cores() -> int:
@@ -40,3 +44,21 @@ def prepare_host_devices() -> bool:
         return False
     jax.config.update("jax_num_cpu_devices", available_cores())
     return True
+
+
+def use_jax_compilation_cache(folder: str | None) -> str | None:
+    """Points JAX's persistent compilation cache at ``folder`` (else ``$DOORS_GYM_JAX_CACHE``); returns it, or None.
+
+    Off unless asked, as in JAX. With it, a process that compiles a program an
+    earlier one compiled (the same shapes, hyperparameters, devices and JAX
+    version) loads it from the folder instead: torch's inductor keeps such a
+    cache by default, and this is the JAX arms' counterpart.
+    """
+    folder = folder or os.environ.get(JAX_CACHE_VARIABLE) or None
+    if folder is None:
+        return None
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", CACHED_COMPILE_SECONDS)
+    return str(folder)

@@ -24,6 +24,7 @@ from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
 
 from . import loop
 from .config import DQNConfig
+from .devices import use_jax_compilation_cache
 from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
 from .metrics import TrainResult
 
@@ -209,6 +210,7 @@ class FlaxLearner(FlaxPolicy):
         self.tau = config.hyperparameters.tau
         super().__init__(network, params)
         self.facts = {"jax_version": jax.__version__, "jax_devices": str(jax.devices())}
+        self.facts["jax_cache"] = use_jax_compilation_cache(config.run.jax_cache)
         self.compile_seconds = self._compile(config)
 
     def _compile(self, config: DQNConfig) -> float:

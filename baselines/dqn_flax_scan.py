@@ -31,6 +31,7 @@ from doors_gym.jax import functional as F
 
 from .arms import arm_of
 from .config import DQNConfig
+from .devices import use_jax_compilation_cache
 from .dqn_flax import (
     FlaxPolicy,
     LearnerState,
@@ -412,6 +413,7 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     arm = arm_of(__spec__.name, config.run.env_id)
     config = arm.configure(config)
     run = config.run
+    jax_cache = use_jax_compilation_cache(run.jax_cache)
     num_envs = config.hyperparameters.num_envs
     parts = make_train(config)
     devices = seed_devices(run.devices, run.num_seeds)
@@ -482,6 +484,7 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
         "jax_version": jax.__version__,
         "devices": [str(group.device) for group in groups],
         "seeds_per_device": [len(group.seeds) for group in groups],
+        "jax_cache": jax_cache,
     }
     figures = {"env_steps": global_step * run.num_seeds, "updates": updates, "model": model, "losses": losses}
     return finish(arm, config, start, history, last, phases, method, wall_seconds, facts=facts, **figures)

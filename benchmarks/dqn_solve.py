@@ -20,7 +20,9 @@ compilation included. Besides every registered arm it
 runs ``torch-numpy`` with one intra-op thread (to tell the thread setting's
 share from the compiler's), and ``flax-scan`` with 1 and with 8 seeds (one group
 per device, all cores) over the whole budget, solved or not, for the cost of
-seeds in one run at equal budgets.
+seeds in one run at equal budgets, and ``flax-scan`` with JAX's persistent
+compilation cache, cold and then warm (torch's inductor keeps its own cache
+by default).
 
 Per arm it prints time to solved, updates used, milliseconds per update (the
 update phase over the updates) and the split of the wall time into env step,
@@ -39,6 +41,7 @@ import contextlib
 import json
 import pathlib
 import sys
+import tempfile
 from collections.abc import Iterator
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -56,10 +59,16 @@ UPDATE_FLOOR_MS = 0.1
 """About 18 MFLOP per update at this CPU's fp32 peak (see the module docstring)."""
 
 
-def runs() -> list[tuple[str, str, dict, int | None]]:
-    """``(name, arm, overrides, torch threads)`` of every run, the registry's arms first."""
+def runs(jax_cache: str) -> list[tuple[str, str, dict, int | None]]:
+    """``(name, arm, overrides, torch threads)`` of every run, the registry's arms first.
+
+    ``jax_cache`` is an empty folder: ``flax-scan`` runs twice more with it as its persistent compilation
+    cache, first cold (it compiles and stores), then warm (it loads what the first stored).
+    """
     rows = [(arm.name, arm.name, {}, None) for arm in ARMS.values()]
     rows.insert(1, ("torch-numpy, 1 thread", "torch-numpy", {}, 1))
+    rows.append(("flax-scan, compilation cache cold", "flax-scan", {"jax_cache": jax_cache}, None))
+    rows.append(("flax-scan, compilation cache warm", "flax-scan", {"jax_cache": jax_cache}, None))
     # The seeds-in-one-run ratio compares equal budgets: both runs train every step, solved or not.
     whole = {"stop_when_solved": False}
     rows.append(("flax-scan x 1 seed, whole budget", "flax-scan", whole, None))
@@ -106,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     oracle = evaluate_oracle()
 
     results = {}
-    for name, arm, overrides, threads in runs():
+    jax_cache = tempfile.mkdtemp(prefix="doors-gym-jax-cache-")
+    for name, arm, overrides, threads in runs(jax_cache):
         if args.only and not any(part in name for part in args.only):
             continue
         config = base

@@ -138,3 +138,36 @@ def test_the_jitted_arm_splits_its_scan_time(trained):
     for name in ("env_step", "action_selection", "replay_buffer", "update", "compile", "evaluation"):
         assert getattr(timings, name) > 0, name
     assert result.facts["seeds_per_device"] and sum(result.facts["seeds_per_device"]) == 2
+
+
+CACHE_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import jax
+    from doors_gym_baselines.arms import get_arm
+    from doors_gym_baselines.config import DQNConfig
+
+    events = []
+    jax.monitoring.register_event_listener(lambda event, **kwargs: events.append(event))
+    config = DQNConfig.of(total_steps=512, eval_every=0, learning_starts=64, batch_size=32, num_envs=8,
+                          hidden_sizes=(16,), quiet=True, profile=False, jax_cache=sys.argv[1])
+    result = get_arm("flax-scan").train(config)
+    print(json.dumps({"hits": events.count("/jax/compilation_cache/cache_hits"), "cache": result.facts["jax_cache"]}))
+""")
+
+
+@pytest.mark.slow
+def test_the_jax_compilation_cache_serves_a_later_process(tmp_path):
+    pytest.importorskip("flax")
+    from doors_gym_baselines.devices import use_jax_compilation_cache
+
+    assert use_jax_compilation_cache(None) is None or "DOORS_GYM_JAX_CACHE" in __import__("os").environ
+    folder = tmp_path / "jax-cache"
+    outputs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", CACHE_SCRIPT, str(folder)], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert outputs[0]["cache"] == str(folder) and any(folder.iterdir()), "the first run stored its programs"
+    assert outputs[0]["hits"] == 0 and outputs[1]["hits"] >= 1, outputs
