@@ -64,6 +64,44 @@ LATER_PARAMS = {"double_dqn": False, "tau": 1.0, "lr_end_fraction": 1.0, "max_gr
 stabilisers off (plain DQN) and 16 envs."""
 
 
+def params_for(hyperparameters: Hyperparameters) -> dict[str, Any]:
+    """The search-space point nearest ``hyperparameters`` (the inverse of :func:`suggest_hyperparameters`).
+
+    Sizes go to the nearest power of two and values into the space's ranges;
+    ``ValueError`` if the hidden layers differ in width (the space has one width).
+    """
+    widths = set(hyperparameters.hidden_sizes)
+    if len(widths) != 1:
+        raise ValueError(
+            f"hidden_sizes={hyperparameters.hidden_sizes!r} differ in width: the search space has one width"
+        )
+
+    def log2(value: int, low: int, high: int) -> int:
+        return int(np.clip(round(np.log2(value)), low, high))
+
+    def within(value: float, low: float, high: float) -> float:
+        return float(np.clip(value, low, high))
+
+    return {
+        "one_minus_gamma": within(1.0 - hyperparameters.gamma, 0.005, 0.2),
+        "depth": int(np.clip(len(hyperparameters.hidden_sizes), 1, 3)),
+        "log2_width": log2(widths.pop(), 5, 8),
+        "learning_rate": within(hyperparameters.learning_rate, 3e-5, 1e-2),
+        "optimizer": hyperparameters.optimizer,
+        "log2_batch_size": log2(hyperparameters.batch_size, 5, 8),
+        "log2_num_envs": log2(hyperparameters.num_envs, 3, 6),
+        "log2_buffer_size": log2(hyperparameters.buffer_size, 13, 17),
+        "train_frequency": int(np.clip(hyperparameters.train_frequency, 1, 4)),
+        "target_update": int(np.clip(hyperparameters.target_update, 25, 1000)),
+        "learning_starts": int(np.clip(hyperparameters.learning_starts, 500, 10_000)),
+        "exploration_fraction": within(hyperparameters.exploration_fraction, 0.05, 0.5),
+        "double_dqn": hyperparameters.double_dqn,
+        "tau": within(hyperparameters.tau, 0.01, 1.0),
+        "lr_end_fraction": hyperparameters.lr_end_fraction,
+        "max_grad_norm": min((0.0, 0.5, 1.0, 10.0), key=lambda norm: abs(norm - hyperparameters.max_grad_norm)),
+    }
+
+
 def hyperparameters_from_params(params: dict[str, Any], base: Hyperparameters) -> Hyperparameters:
     """The hyperparameters a trial with these sampled ``params`` trained (e.g. a study's ``best_params``)."""
     import optuna

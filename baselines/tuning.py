@@ -176,7 +176,7 @@ def create_study(
         direction=OBJECTIVES[objective],
         load_if_exists=True,
         pruner=optuna.pruners.HyperbandPruner(
-            min_resource=max(1, min(eval_every, total_steps)), max_resource=total_steps, reduction_factor=3
+            min_resource=first_rung(total_steps, eval_every), max_resource=total_steps, reduction_factor=3
         ),
     )
     sampler_seed = int(np.random.SeedSequence([seed, len(study.trials), worker]).generate_state(1)[0])
@@ -198,6 +198,31 @@ def create_study(
     if "objective" not in study.user_attrs:
         study.set_user_attr("objective", objective)
     return study
+
+
+def first_rung(total_steps: int, eval_every: int) -> int:
+    """Hyperband's first rung: an eighth of the budget, at least one evaluation in.
+
+    Before that every trial is unsolved and still exploring, and comparing
+    them is mostly noise (a first rung at the first 10k-step evaluation of a
+    200k budget pruned most trials before any could learn).
+    """
+    return max(1, min(total_steps, max(eval_every, total_steps // 8)))
+
+
+def start_study(study: Any, start_from: str | None, base: Hyperparameters, worker: int = 0) -> None:
+    """Queues the preset ``start_from``'s hyperparameters as a new study's first trial (a known-good point).
+
+    Only worker 0 does, and only in a study with no trial yet; ``None`` or ``""`` starts at random.
+    """
+    if not start_from or worker != 0 or study.trials:
+        return
+    from .presets import load_preset
+    from .search import params_for
+
+    preset = load_preset(start_from, study.user_attrs.get("arm", ""))
+    hyperparameters = dataclasses.replace(base, **preset.hyperparameters)
+    study.enqueue_trial(params_for(hyperparameters), user_attrs={"start_from": start_from})
 
 
 def finished_trials(study: Any) -> list[Any]:
@@ -349,6 +374,9 @@ class TuneOptions:
     penalty_seconds: float = field(
         PENALTY_SECONDS, "time-to-solved: an unsolved trial scores its wall seconds plus 1 to 2 times this"
     )
+    start_from: str | None = field(
+        "quick", "a preset (name or file) whose hyperparameters a new study tries first, a known-good point ('': none)"
+    )
     confirm_top: int = field(
         0, "re-train the best N complete trials on --confirm-seeds more tuning seeds; the preset is the best on average"
     )
@@ -379,6 +407,11 @@ class TuneOptions:
         ):
             raise ValueError(f"penalty_seconds={penalty!r} is out of range: expected a finite number >= 0")
         check_at_least("worker", self.worker, 0)
+        if self.start_from:
+            from .presets import NAMES
+
+            if self.start_from not in NAMES and not pathlib.Path(self.start_from).is_file():
+                raise ValueError(f"start_from={self.start_from!r} is neither one of {list(NAMES)} nor a file")
         check_at_least("confirm_top", self.confirm_top, 0)
         check_at_least("confirm_seeds", self.confirm_seeds, 1)
         if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
@@ -434,6 +467,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
     study = create_study(
         arm.name, storage, study_name, run.seed, options.worker, run.total_steps, run.eval_every, options.objective
     )
+    start_study(study, options.start_from, base_config.hyperparameters, options.worker)
     with tracking.quiet_mlflow():
         experiment_id = tracking.connect(options.tracking_uri, options.experiment)
         with tracking.sqlite_lock(tracking.tracking_uri(options.tracking_uri)):

@@ -73,7 +73,8 @@ def test_a_run_that_stops_when_solved_stops_after_the_hold_out_window() -> None:
     assert stopped_at == 60  # solved at 40, 50 and 60: 20 steps of hold-out
     # The final evaluation is the one it stopped at, not a second one.
     _, final = schedule.final(60)
-    assert final.step == 60 and calls == [10, 20, 30, 40, 50, 60] and [row.step for row in history] == [10, 20, 30, 40, 50]
+    assert final.step == 60 and calls == [10, 20, 30, 40, 50, 60]
+    assert [row.step for row in history] == [10, 20, 30, 40, 50]
 
 
 def test_iqm_interval_counts_unsolved_seeds_and_brackets_the_iqm() -> None:

@@ -443,3 +443,27 @@ def test_time_to_solved_study_writes_a_preset_and_a_summary(tmp_path: pathlib.Pa
     assert summary["best"]["trial"] == study.best_trial.number and summary["objective"] == "time-to-solved"
     assert summary["confirmed"][0]["trial"] == winner["trial"] and len(summary["confirmed"]) == len(complete)
     assert (tmp_path / "summary" / "optimization_history.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_new_study_starts_from_the_quick_preset_and_its_point_round_trips() -> None:
+    from doors_gym_baselines import presets
+
+    quick = dataclasses.replace(Hyperparameters(), **presets.BUILTIN["quick"][0])
+    point = search.params_for(quick)
+    back = search.hyperparameters_from_params(point, Hyperparameters())
+    # The nearest point of the space: the buffer goes to a power of two, everything else is kept.
+    assert back == dataclasses.replace(quick, buffer_size=2**16)
+    assert search.params_for(back) == point
+    with pytest.raises(ValueError, match="differ in width"):
+        search.params_for(Hyperparameters(hidden_sizes=(64, 32)))
+    study = optuna.create_study(direction="minimize")
+    study.set_user_attr("arm", "flax-numpy")
+    tuning.start_study(study, "quick", Hyperparameters())
+    study.optimize(lambda trial: search.suggest_hyperparameters(trial, Hyperparameters()).learning_rate, n_trials=2)
+    assert study.trials[0].params == point and study.trials[0].user_attrs["start_from"] == "quick"
+    assert study.trials[1].params != point
+    tuning.start_study(study, "quick", Hyperparameters())  # a study with trials is left alone
+    assert len(study.trials) == 2
+    with pytest.raises(ValueError, match="start_from='slow' is neither one of"):
+        tuning.TuneOptions(arm="flax-numpy", start_from="slow")
+    assert tuning.first_rung(200_000, 10_000) == 25_000 and tuning.first_rung(2_000, 1_000) == 1_000
