@@ -1,0 +1,75 @@
+"""Presets: the committed tuned presets of every arm, preset files and their errors, and compare's choice."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from doors_gym_baselines import compare, presets
+from doors_gym_baselines.arms import ARMS
+from doors_gym_baselines.config import Hyperparameters, RunSettings
+
+
+@pytest.mark.parametrize("arm", list(ARMS))
+def test_every_arm_has_a_tuned_preset_from_a_finished_time_to_solved_study(arm: str) -> None:
+    preset = presets.load_preset("tuned", arm)
+    assert preset.study["study"] == f"dqn-{arm}-time-to-solved" and preset.study["objective"] == "time-to-solved"
+    assert preset.study["finished_trials"] >= 40
+    assert 0 <= preset.study["seed"] <= 9, "tuned on the tuning seeds, apart from compare's"
+    config = preset.config()
+    assert config.run.stop_when_solved and config.run.hold_out_steps > 0
+    assert set(preset.hyperparameters) == {name for name in Hyperparameters.__dataclass_fields__}
+    assert preset.label == f"tuned (dqn-{arm}-time-to-solved, trial {preset.study['trial']})"
+    assert presets.tuned_path(arm).name == f"{arm}.yml"
+
+
+def test_a_written_preset_reads_back_and_trains_the_same_config(tmp_path: pathlib.Path) -> None:
+    hyperparameters = Hyperparameters(learning_rate=2e-3, hidden_sizes=(64, 32), double_dqn=True, num_envs=32)
+    run = RunSettings(total_steps=50_000, eval_every=5_000, hold_out_steps=10_000, stop_when_solved=True)
+    path = presets.write_preset(tmp_path / "deep" / "mine.yml", hyperparameters, run, {"study": "s", "trial": 3})
+    preset = presets.load_preset(str(path), "flax-jax")
+    config = preset.config(RunSettings(grid_size=(9, 21)))
+    assert config.hyperparameters == hyperparameters and config.params.grid_size == (9, 21)
+    assert (config.run.total_steps, config.run.eval_every, config.run.hold_out_steps) == (50_000, 5_000, 10_000)
+    assert preset.label == "tuned (s, trial 3)".replace("tuned", str(path))
+    # compare trains a file preset as given, for every arm it is asked for.
+    trained, origin = compare.arm_config(compare.CompareOptions(preset=str(path)), "flax-jax")
+    assert trained.hyperparameters == hyperparameters and trained.run.env_id == "DoorsJax-v0" and origin == preset.label
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("- a list\n", "is not a mapping"),
+        ("hyperparameters: {learning_rate: 0.01}\nextras: {}\n", r"sections \['extras'\] are unknown"),
+        ("hyperparameters: {learning_rat: 0.01}\n", r"hyperparameters keys \['learning_rat'\] are unknown"),
+        ("run: {seed: 3}\n", r"run keys \['seed'\] are unknown"),
+        ("hyperparameters: {gamma: 1.5}\n", r"gamma=1.5 is out of range: expected a number in \[0, 1\]"),
+        ("run: {total_steps: 0}\n", "total_steps=0 is out of range"),
+        ("hyperparameters: [1\n", "cannot be read"),
+        ("run: 3\n", "section 'run' is not a mapping"),
+    ],
+)
+def test_a_bad_preset_file_names_the_file_and_the_bad_key(text: str, message: str, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "bad.yml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message) as error:
+        presets.load_preset(str(path), "torch-numpy")
+    assert str(path) in str(error.value)
+
+
+def test_a_missing_tuned_preset_says_how_to_make_one(tmp_path: pathlib.Path, monkeypatch) -> None:
+    monkeypatch.setattr(presets, "HYPERPARAMS_DIR", tmp_path)
+    with pytest.raises(ValueError, match=r"arm 'flax-jax' has no tuned preset .*doors-gym tune --arm flax-jax"):
+        presets.load_preset("tuned", "flax-jax")
+    with pytest.raises(ValueError, match=r"preset='fast' is neither one of \['tuned', 'quick', 'full'\] nor a file"):
+        presets.load_preset("fast", "flax-jax")
+
+
+def test_the_tuned_presets_ship_with_the_package() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((pathlib.Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert "hyperparams/*.yml" in pyproject["tool"]["setuptools"]["package-data"]["doors_gym_baselines"]
+    assert presets.HYPERPARAMS_DIR.name == "hyperparams" and presets.HYPERPARAMS_DIR.parent.name == "baselines"
