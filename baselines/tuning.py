@@ -96,7 +96,7 @@ class TrackedTrial:
         self,
         trial: Any,
         objective: str = DEFAULT_OBJECTIVE,
-        run: RunSettings = None,
+        run: RunSettings | None = None,
         penalty_seconds: float = PENALTY_SECONDS,
     ) -> None:
         self.trial = trial
@@ -611,29 +611,6 @@ def _finished_states() -> tuple[Any, ...]:
     import optuna
 
     return tuple(getattr(optuna.trial.TrialState, state) for state in FINISHED)
-
-
-def best_hyperparameters(
-    storage: str, study_name: str, base: Hyperparameters
-) -> tuple[Hyperparameters, dict[str, Any]] | None:
-    """The best trial's hyperparameters of ``study_name`` in ``storage``, with a description.
-
-    ``None`` if the study does not exist or has no complete trial; ``ValueError``
-    naming the URL if the storage cannot be reached.
-    """
-    import optuna
-
-    opened = open_storage(storage)
-    try:
-        study = optuna.load_study(study_name=study_name, storage=opened)
-        best = study.best_trial
-    except (KeyError, ValueError):
-        return None
-    return hyperparameters_from_params(best.params, base), {
-        "study": study_name,
-        "trial": best.number,
-        "value": best.value,
-    }
 
 
 def describe(study: Any) -> str:
