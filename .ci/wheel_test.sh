@@ -17,6 +17,11 @@ echo "== build sdist and wheel (the wheel is built from the sdist)"
     cat "$work/build.log"
     exit 1
 }
+# A newcomer's `pip install .` prints what the build prints: no setuptools warning may be among it.
+if grep -E "Warning|!!" "$work/build.log"; then
+    echo "the build printed the warnings above" >&2
+    exit 1
+fi
 wheel="$(ls "$work"/dist/*.whl)"
 sdist="$(ls "$work"/dist/*.tar.gz)"
 "$python" -m twine check --strict "$wheel" "$sdist"
@@ -32,7 +37,8 @@ wheel, sdist = map(pathlib.Path, sys.argv[1:])
 names = zipfile.ZipFile(wheel).namelist()
 tops = sorted({name.split("/")[0] for name in names})
 for required in ("doors_gym/__init__.py", "doors_gym/py.typed", "doors_gym/jax/functional.py",
-                 "doors_gym_baselines/arms.py", "doors_gym_baselines/py.typed"):
+                 "doors_gym_baselines/arms.py", "doors_gym_baselines/py.typed",
+                 "doors_gym_baselines/hyperparams/flax-scan.yml"):
     assert required in names, f"wheel lacks {required}"
 stray = [name for name in names if name.split("/")[0] in ("tests", "benchmarks", "baselines", "docs")]
 assert not stray, f"wheel carries files outside the packages: {stray}"

@@ -24,8 +24,9 @@ from doors_gym import cli as doors_cli
 from . import flags
 from .arms import ARMS, get_arm
 from .compare import CompareOptions
-from .config import DQNConfig, Hyperparameters, RunSettings
+from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings
 from .devices import prepare_host_devices
+from .presets import RUN_FIELDS, PresetOptions, load_preset
 from .tracking import TrackOptions, track_training
 from .tuning import TRIAL_RUN_FIELDS_OFF_THE_CLI, TUNING_RUN, TuneOptions
 
@@ -120,8 +121,13 @@ def add_commands(commands: Any, layout: argparse.ArgumentParser) -> None:
 def add_train_arguments(parser: argparse.ArgumentParser, arms: tuple[str, ...]) -> None:
     """The ``train`` flags: ``--arm`` among ``arms``, hyperparameters, run settings, ``--save``."""
     parser.add_argument("--arm", choices=arms, default=arms[0], help="which arm to train (default: %(default)s)")
-    flags.add_arguments(parser.add_argument_group("hyperparameters"), Hyperparameters)
-    flags.add_arguments(parser.add_argument_group("run"), RunSettings)
+    flags.add_arguments(parser.add_argument_group("preset"), PresetOptions)
+    flags.add_arguments(
+        parser.add_argument_group("hyperparameters (each flag overrides the preset)"),
+        Hyperparameters,
+        from_preset=HYPERPARAMETER_NAMES,
+    )
+    flags.add_arguments(parser.add_argument_group("run"), RunSettings, from_preset=RUN_FIELDS)
     parser.add_argument(
         "--save", type=pathlib.Path, default=None, help="write the trained model to this file (its folder is created)"
     )
@@ -130,10 +136,13 @@ def add_train_arguments(parser: argparse.ArgumentParser, arms: tuple[str, ...]) 
 
 
 def config_from_arguments(args: argparse.Namespace) -> DQNConfig:
-    """The validated config of parsed ``train`` flags, for ``args.arm``."""
-    hyperparameters = Hyperparameters(**flags.values_from(Hyperparameters, args))
-    run = RunSettings(**flags.values_from(RunSettings, args))
-    return get_arm(args.arm).configure(DQNConfig(hyperparameters, run))
+    """The validated config of parsed ``train`` flags, for ``args.arm``: its preset, then the flags typed."""
+    arm = get_arm(args.arm)
+    preset = load_preset(PresetOptions(**flags.values_from(PresetOptions, args)).preset, arm.name)
+    run = RunSettings(**flags.values_from(RunSettings, args, exclude=RUN_FIELDS))
+    typed = {**flags.values_from(Hyperparameters, args), **flags.values_from(RunSettings, args, include=RUN_FIELDS)}
+    config = preset.config(run)
+    return arm.configure(config.replace(**typed) if typed else config)
 
 
 def run_train(args: argparse.Namespace) -> int:

@@ -30,7 +30,7 @@ import doors_gym
 from . import report, tracking
 from .arms import ARMS, Arm, get_arm
 from .config import DQNConfig, RunSettings, check_at_least, check_choice, field
-from .presets import NAMES, RUN_FIELDS, Preset, load_preset
+from .presets import RUN_FIELDS, Preset, check_preset, load_preset, preset_field
 from .metrics import TrainResult, seconds_to_solved
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
@@ -50,16 +50,7 @@ class CompareOptions:
     """Settings of one comparison (the ``doors-gym compare`` flags)."""
 
     arms: tuple[str, ...] = field(DEFAULT_ARMS, f"arms to train, among {', '.join(ARMS)}")
-    preset: str = field(
-        "tuned",
-        "hyperparameters and budget: tuned, quick, full, or a preset file (YAML)",
-        metavar="NAME|FILE",
-        switches={
-            "tuned": "each arm's own tuned preset (baselines/hyperparams/<arm>.yml): time to solved",
-            "quick": "one preset for every arm, 100k env steps per seed",
-            "full": "the study's protocol: the defaults, 500k env steps per seed",
-        },
-    )
+    preset: str = preset_field("every arm")
     seeds: int = field(10, "seeds per arm")
     first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seeds 0-9, so {FIRST_SEED} and up)")
     total_steps: int | None = field(None, "env steps per seed (default: the preset's)")
@@ -79,8 +70,7 @@ class CompareOptions:
             check_choice("arms", arm, tuple(ARMS))
         if len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms={list(self.arms)} repeats an arm: expected each arm once")
-        if self.preset not in NAMES and not pathlib.Path(self.preset).is_file():
-            raise ValueError(f"preset={self.preset!r} is neither one of {list(NAMES)} nor a file")
+        check_preset(self.preset)
         check_at_least("seeds", self.seeds, 1)
         check_at_least("first_seed", self.first_seed, 1)
         for name in ("total_steps", "eval_every"):

@@ -50,6 +50,11 @@ def check_fraction(name: str, value: Any) -> None:
         raise ValueError(f"{name}={value!r} is out of range: expected a number in [0, 1]")
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message (driver and archive errors run to pages)."""
+    return (str(error).strip().splitlines() or [""])[0]
+
+
 def check_choices(instance: Any) -> None:
     """Checks every field of ``instance`` that declares ``choices`` in its metadata."""
     for spec in dataclasses.fields(instance):

@@ -23,7 +23,7 @@ import optax
 from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
 
 from . import loop
-from .config import DQNConfig
+from .config import DQNConfig, first_line
 from .devices import use_jax_compilation_cache
 from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
 from .metrics import TrainResult
@@ -258,7 +258,12 @@ def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
     config = DQNConfig.from_dict(payload["config"])
     network = QNetwork(tuple(config.hyperparameters.hidden_sizes))
     template = init_params(network, jax.random.key(0), config.params.num_cells)
-    params = jax.tree.map(jnp.asarray, flax.serialization.from_state_dict(template, payload["params"]))
+    try:
+        params = jax.tree.map(jnp.asarray, flax.serialization.from_state_dict(template, payload["params"]))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{path!r} holds weights that do not fit its own config ({first_line(error)})") from None
+    if jax.tree.map(jnp.shape, params) != jax.tree.map(jnp.shape, template):
+        raise ValueError(f"{path!r} holds weights whose shapes do not fit its own config")
     return payload["arm"], FlaxPolicy(network, params), config
 
 

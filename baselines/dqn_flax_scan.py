@@ -402,9 +402,11 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
 
     The seeds split into one group per device of :func:`seed_devices`; every
     device runs the program a single device would run for its group, and the
-    groups' chunks are dispatched together, so they run at once (and every
-    seed computes exactly what it computes alone: one program partitioned over
-    devices changed the floating-point results). Each row's ``per_seed`` holds
+    groups' chunks are dispatched together, so they run at once. A seed computes
+    what it computes alone to float tolerance: its group's program has another
+    batch shape, and XLA does not promise bitwise equal results across batch
+    shapes (on AVX-512 CPUs they agreed bit for bit, on AVX2 they drift at the 7th
+    digit; ``tests/baselines/test_speed.py`` holds them to 1e-5). Each row's ``per_seed`` holds
     each seed's figures; ``result.model`` is a :class:`ScanModel` (the network
     and parameters stacked over seeds).
     """

@@ -16,7 +16,7 @@ from torch import nn
 from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
 
 from . import loop
-from .config import DQNConfig
+from .config import DQNConfig, first_line
 from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
 from .metrics import TrainResult
 
@@ -185,12 +185,18 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
 
 def load_model(path: str, device: str = "cpu") -> tuple[str, TorchLearner, DQNConfig]:
     """``(arm, learner, config)`` of a file of :func:`save_model`, read with ``weights_only=True``."""
-    saved = torch.load(path, map_location=device, weights_only=True)
+    try:
+        saved = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # noqa: BLE001 - torch raises several types for damaged or foreign archives
+        raise ValueError(f"{path!r} is not a readable torch DQN model ({first_line(error)})") from None
     if not isinstance(saved, dict) or saved.get("format") != MODEL_FORMAT:
         raise ValueError(f"{path!r} is not a torch DQN model written by doors-gym (no {MODEL_FORMAT!r} format tag)")
     config = DQNConfig.from_dict(saved["config"])
     network = QNetwork(config.params.num_cells, config.hyperparameters.hidden_sizes)
-    network.load_state_dict(saved["state_dict"])
+    try:
+        network.load_state_dict(saved["state_dict"])
+    except (KeyError, RuntimeError) as error:
+        raise ValueError(f"{path!r} holds weights that do not fit its own config ({first_line(error)})") from None
     learner = TorchLearner(config.replace(device=device), network.eval())
     return saved["arm"], learner, config
 

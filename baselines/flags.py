@@ -46,20 +46,33 @@ def cli_fields(cls: type, exclude: Iterable[str] = (), include: Iterable[str] | 
     ]
 
 
+FROM_PRESET = "(default: the preset's)"
+"""What the help line of a flag whose default comes from a preset says."""
+
+
 def add_arguments(
     parser: argparse.ArgumentParser | Any,
     cls: type,
     defaults: Any = None,
     exclude: Iterable[str] = (),
     include: Iterable[str] | None = None,
+    from_preset: Iterable[str] = (),
 ) -> None:
-    """One flag per field of the dataclass ``cls`` (defaults from the instance ``defaults``, else the fields')."""
+    """One flag per field of the dataclass ``cls`` (defaults from the instance ``defaults``, else the fields').
+
+    The fields named in ``from_preset`` take their default from a preset chosen
+    at run time: their flags are left out of the parsed namespace unless given
+    (``argparse.SUPPRESS``), so :func:`values_from` returns only what was typed.
+    """
     hints = typing.get_type_hints(cls)
+    preset_fields = set(from_preset)
     for spec in cli_fields(cls, exclude, include):
         default = getattr(defaults, spec.name) if defaults is not None else spec.default
         hint, _ = _base_type(hints[spec.name])
         flag = spec.metadata.get("flag", "--" + spec.name.replace("_", "-"))
         help_text = spec.metadata["help"].replace("%", "%%")  # argparse formats help with %
+        if spec.name in preset_fields:
+            default, help_text = argparse.SUPPRESS, f"{help_text} {FROM_PRESET}"
         if "switches" in spec.metadata:
             group = parser.add_mutually_exclusive_group()
             if "metavar" in spec.metadata:  # the value itself too, beside one switch per named choice
@@ -86,9 +99,9 @@ def add_arguments(
                 dest=spec.name,
                 type=item,
                 nargs=nargs,
-                default=None if default is None else list(default),
+                default=default if default in (None, argparse.SUPPRESS) else list(default),
                 metavar="N" if item is int else "VALUE",
-                help=f"{help_text} (default: {shown})",
+                help=help_text if "(default" in help_text else f"{help_text} (default: {shown})",
             )
         else:
             parser.add_argument(
@@ -102,11 +115,17 @@ def add_arguments(
             )
 
 
-def values_from(cls: type, args: argparse.Namespace, exclude: Iterable[str] = ()) -> dict[str, Any]:
-    """The values of ``cls``'s flags and layout fields found in parsed ``args``, lists as tuples."""
+def values_from(
+    cls: type, args: argparse.Namespace, exclude: Iterable[str] = (), include: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """The values of ``cls``'s flags and layout fields found in parsed ``args`` (``include`` only, if given),
+    lists as tuples."""
     values = {}
+    excluded, included = set(exclude), None if include is None else set(include)
     for spec in dataclasses.fields(cls):
-        if spec.name in set(exclude) or not spec.metadata.get("cli", True) or not hasattr(args, spec.name):
+        if spec.name in excluded or (included is not None and spec.name not in included):
+            continue
+        if not spec.metadata.get("cli", True) or not hasattr(args, spec.name):
             continue
         value = getattr(args, spec.name)
         values[spec.name] = tuple(value) if isinstance(value, list) else value

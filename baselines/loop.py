@@ -11,6 +11,7 @@ fully jitted arm has its own loop inside ``lax.scan``, which is its point.)
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -73,12 +74,21 @@ def make_envs(config: DQNConfig) -> gym.vector.VectorEnv:
     return gym.make_vec(run.env_id, num_envs, vectorization_mode=run.vectorization, **kwargs)
 
 
+def in_a_terminal() -> bool:
+    """Whether the command writes to a terminal (both streams): progress bars are for people, not logs."""
+    return sys.stdout.isatty() and sys.stderr.isatty()
+
+
 class Progress:
-    """A tqdm bar over env steps with SPS, the latest return and epsilon; silent when ``quiet``."""
+    """A tqdm bar over env steps with SPS, the latest return and epsilon.
+
+    Silent when ``quiet`` and when the output is not a terminal (a log file or a pipe would keep
+    every redraw of the bar).
+    """
 
     def __init__(self, total: int, description: str, quiet: bool) -> None:
         self._bar = None
-        if not quiet:
+        if not quiet and in_a_terminal():
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, desc=description, unit="step", unit_scale=True, dynamic_ncols=True)

@@ -22,7 +22,7 @@ import datetime
 import pathlib
 from typing import Any
 
-from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings
+from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings, field
 
 HYPERPARAMS_DIR = pathlib.Path(__file__).parent / "hyperparams"
 """Where the tuned presets live (one ``<arm>.yml`` per arm, installed with the package)."""
@@ -48,6 +48,37 @@ BUILTIN: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 """The built-in presets' ``(hyperparameters, run settings)`` over the defaults."""
 NAMES = ("tuned", *BUILTIN)
+DEFAULT_PRESET = "tuned"
+
+
+def preset_field(what: str) -> Any:
+    """The ``--preset NAME|FILE`` field (with ``--tuned``, ``--quick``, ``--full``) of a command that trains ``what``."""
+    return field(
+        DEFAULT_PRESET,
+        f"hyperparameters and budget of {what}: tuned, quick, full, or a preset file (YAML)",
+        metavar="NAME|FILE",
+        switches={
+            "tuned": "each arm's own tuned preset (baselines/hyperparams/<arm>.yml): it stops once solved",
+            "quick": "one preset for every arm, 100k env steps per seed",
+            "full": "the study's protocol: the defaults, 500k env steps per seed",
+        },
+    )
+
+
+def check_preset(spec: str) -> None:
+    """``ValueError`` unless ``spec`` is a built-in preset's name or an existing file."""
+    if spec not in NAMES and not pathlib.Path(spec).is_file():
+        raise ValueError(f"preset={spec!r} is neither one of {list(NAMES)} nor a file")
+
+
+@dataclasses.dataclass(frozen=True)
+class PresetOptions:
+    """The ``--preset`` flag of ``doors-gym train``: where its hyperparameters and budget come from."""
+
+    preset: str = preset_field("the run")
+
+    def __post_init__(self) -> None:
+        check_preset(self.preset)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,10 +127,8 @@ def load_preset(spec: str, arm: str) -> Preset:
                 f"or tune it first (doors-gym tune --arm {arm} --preset-out {path})"
             )
         return dataclasses.replace(read_preset(path), name="tuned")
-    path = pathlib.Path(spec)
-    if not path.is_file():
-        raise ValueError(f"preset={spec!r} is neither one of {list(NAMES)} nor a file")
-    return read_preset(path)
+    check_preset(spec)
+    return read_preset(pathlib.Path(spec))
 
 
 def read_preset(path: pathlib.Path) -> Preset:

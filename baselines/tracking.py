@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib.util
 import json
 import math
 import os
@@ -25,7 +26,7 @@ from typing import Any, TypeVar
 import doors_gym
 
 from .arms import Arm
-from .config import field
+from .config import field, first_line
 from .metrics import HistoryRow, TrainResult
 
 # MLflow's usage telemetry would try the network on every run; nothing here may.
@@ -99,6 +100,60 @@ def sqlite_lock(url: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+DRIVER_PACKAGES = {
+    "psycopg2": ("psycopg2", "psycopg2-binary"),
+    "psycopg": ("psycopg", "psycopg[binary]"),
+    "pg8000": ("pg8000", "pg8000"),
+    "asyncpg": ("asyncpg", "asyncpg"),
+    "mysqldb": ("MySQLdb", "mysqlclient"),
+    "pymysql": ("pymysql", "PyMySQL"),
+    "mysqlconnector": ("mysql.connector", "mysql-connector-python"),
+    "mariadbconnector": ("mariadb", "mariadb"),
+    "pyodbc": ("pyodbc", "pyodbc"),
+    "pymssql": ("pymssql", "pymssql"),
+    "oracledb": ("oracledb", "oracledb"),
+    "cx_oracle": ("cx_Oracle", "cx-Oracle"),
+}
+"""SQLAlchemy's driver names and ``(module, package to pip install)`` of each database driver."""
+
+
+def check_driver(name: str, url: str) -> None:
+    """``ValueError`` naming the package to install when the database driver of ``url`` is missing.
+
+    SQLAlchemy reports a missing driver as a bare ``ModuleNotFoundError`` and Optuna as "Please install
+    appropriate one"; this names the pip package instead. URLs that are not SQLAlchemy's (``file:``,
+    ``http://``) and unknown drivers are left to the store.
+    """
+    try:
+        from sqlalchemy.engine import make_url
+
+        driver = make_url(url).get_driver_name()
+    except Exception:  # noqa: BLE001 - not an SQLAlchemy URL, or a dialect SQLAlchemy does not know
+        return
+    module, package = DRIVER_PACKAGES.get(driver, (None, None))
+    if module is None:
+        return
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # the parent of a dotted module is missing too
+        found = False
+    if not found:
+        raise ValueError(
+            f"{name}={display_url(url)!r} needs the database driver {driver!r}, which is not installed: "
+            f"pip install {package!r}"
+        )
+
+
+def display_url(url: str) -> str:
+    """``url`` with any password hidden (for messages, logs and MLflow params)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse is shown as given
+        return url
+
+
 def connect(uri: str | None, experiment: str) -> str:
     """Points MLflow at ``uri`` and the experiment ``experiment`` (created if missing); returns its id.
 
@@ -108,6 +163,7 @@ def connect(uri: str | None, experiment: str) -> str:
     import mlflow
 
     uri = tracking_uri(uri)
+    check_driver("tracking_uri", uri)
     mlflow.set_tracking_uri(uri)
     try:
         with sqlite_lock(uri):
@@ -146,11 +202,6 @@ def retry_creation_race(create: Callable[[], T], attempts: int = 6) -> T:
                 raise
             time.sleep(0.5 * (attempt + 1))
     return create()
-
-
-def first_line(error: BaseException) -> str:
-    """The first line of ``error``'s message (driver errors run to pages)."""
-    return (str(error).strip().splitlines() or [""])[0]
 
 
 @functools.cache

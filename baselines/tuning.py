@@ -119,20 +119,11 @@ class TrackedTrial:
         return self.trial.should_prune()
 
 
-def storage_display(url: str) -> str:
-    """``url`` with any password hidden (for logs and MLflow params)."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a URL SQLAlchemy cannot parse is shown as given
-        return url
-
-
 def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_period: int = GRACE_PERIOD) -> Any:
     """An ``optuna.storages.RDBStorage`` at ``url`` with a heartbeat; ``ValueError`` if unreachable."""
     import optuna
 
+    tracking.check_driver("storage", url)
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
 
     def create() -> Any:
@@ -146,7 +137,7 @@ def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_p
         return tracking.retry_creation_race(create)  # workers started together race to create the schema
     except Exception as error:  # noqa: BLE001 - driver, network and path errors all mean "unreachable"
         raise ValueError(
-            f"storage={storage_display(url)!r} is unreachable: {type(error).__name__}: {tracking.first_line(error)}; "
+            f"storage={tracking.display_url(url)!r} is unreachable: {type(error).__name__}: {tracking.first_line(error)}; "
             "expected an SQLAlchemy URL such as sqlite:///optuna.db or postgresql+psycopg2://user@host/db"
         ) from error
 
@@ -477,7 +468,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
                 tracking.run_tags(arm),
                 {
                     "arm": arm.name,
-                    "storage": storage_display(options.storage),
+                    "storage": tracking.display_url(options.storage),
                     "objective": options.objective,
                     "sampler": "TPESampler",
                     "pruner": "HyperbandPruner",

@@ -49,7 +49,35 @@ class EnvKeywords(TypedDict, total=False):
     colors: Mapping[int, Sequence[int]] | None
 
 
-def make_params(
+ENV_KEYWORDS = tuple(EnvKeywords.__annotations__)
+"""The names of :class:`EnvKeywords`: every keyword a Doors shell takes besides its own."""
+
+def check_keywords(keywords: Mapping[str, Any]) -> None:
+    """``TypeError`` naming every unknown env keyword and the allowed ones (:class:`EnvKeywords`)."""
+    unknown = [name for name in keywords if name not in ENV_KEYWORDS]
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        raise TypeError(
+            f"Doors envs take no keyword {names}: expected keywords among {list(ENV_KEYWORDS)} "
+            "(and render_mode; array_type on DoorsJax-v0)"
+        )
+
+
+def make_params(*, default_limit: int | None, **keywords: Any) -> DoorsParams:
+    """The validated :class:`DoorsParams` of a shell's keywords (:class:`EnvKeywords`).
+
+    ``max_episode_steps`` means the same in every shell, as in ``gym.make``: an
+    integer ``>= 1`` is the limit, ``-1`` is no limit, ``None`` is
+    ``default_limit`` (60 for the vector envs; ``None`` for the single envs,
+    which ``gym.make`` wraps in Gymnasium's ``TimeLimit``). Anything else is a
+    ``ValueError`` naming the value; an unknown keyword is a ``TypeError``
+    naming it and the allowed ones.
+    """
+    check_keywords(keywords)
+    return _make_params(default_limit=default_limit, **keywords)
+
+
+def _make_params(
     grid_size: Any = core.DEFAULT_GRID_SIZE,
     n_doors: Any = None,
     door_cols: Any = None,
@@ -60,14 +88,6 @@ def make_params(
     *,
     default_limit: int | None,
 ) -> DoorsParams:
-    """The validated :class:`DoorsParams` of a shell's keywords.
-
-    ``max_episode_steps`` means the same in every shell, as in ``gym.make``: an
-    integer ``>= 1`` is the limit, ``-1`` is no limit, ``None`` is
-    ``default_limit`` (60 for the vector envs; ``None`` for the single envs,
-    which ``gym.make`` wraps in Gymnasium's ``TimeLimit``). Anything else is a
-    ``ValueError`` naming the value.
-    """
     if max_episode_steps is None:
         max_episode_steps = default_limit
     elif core._is_int(max_episode_steps) and max_episode_steps == NO_LIMIT:

@@ -121,3 +121,28 @@ def test_python_m_doors_gym_baselines_runs_the_commands():
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.startswith("usage: doors-gym tune") and "--n-trials" in completed.stdout
+
+
+def test_train_starts_from_the_arms_tuned_preset_and_the_flags_override_it(monkeypatch, capsys):
+    from doors_gym_baselines.presets import load_preset
+
+    seen = []
+
+    def fake_train(arm, config, trial=None):
+        seen.append(config)
+        raise SystemExit(0)  # the config is all this test needs
+
+    monkeypatch.setattr(arms.Arm, "train", fake_train)
+    for argv in (["--arm", "flax-numpy"], ["--arm", "flax-numpy", "--batch-size", "64", "--total-steps", "9000"]):
+        with pytest.raises(SystemExit):
+            cli.main(["train", *argv])
+    tuned = load_preset("tuned", "flax-numpy").config()
+    plain, typed = seen
+    assert plain.hyperparameters == tuned.hyperparameters and plain.run.stop_when_solved
+    assert (plain.run.total_steps, plain.run.hold_out_steps) == (tuned.run.total_steps, tuned.run.hold_out_steps)
+    assert typed.hyperparameters.batch_size == 64 and typed.run.total_steps == 9000
+    assert typed.hyperparameters.hidden_sizes == tuned.hyperparameters.hidden_sizes  # the rest from the preset
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--arm", "torch-numpy", "--full"])
+    assert seen[-1].hyperparameters == load_preset("full", "torch-numpy").config().hyperparameters
+    assert seen[-1].run.total_steps == 500_000

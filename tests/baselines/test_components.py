@@ -182,3 +182,31 @@ def test_evaluate_greedy_of_a_policy_that_stays():
     assert evaluation.success_rate == 0.0
     assert evaluation.mean_step_reward == 0.0
     assert evaluation.mean_return == 0.0
+
+
+@pytest.mark.parametrize(("stdout_tty", "stderr_tty", "quiet", "shown"), [
+    (True, True, False, True),
+    (False, True, False, False),  # make main > log
+    (True, False, False, False),  # 2> log
+    (True, True, True, False),
+])  # fmt: skip
+def test_progress_bars_only_in_a_terminal(monkeypatch, stdout_tty, stderr_tty, quiet, shown):
+    import io
+
+    from doors_gym_baselines import loop
+
+    class Stream(io.StringIO):
+        def __init__(self, tty):
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    monkeypatch.setattr(loop.sys, "stdout", Stream(stdout_tty))
+    monkeypatch.setattr(loop.sys, "stderr", Stream(stderr_tty))
+    progress = loop.Progress(100, "arm", quiet)
+    progress.update(50, ret=0.5, eps=0.1)
+    progress.close()
+    assert (progress._bar is not None) == shown
+    assert ("50%" in loop.sys.stderr.getvalue()) == shown

@@ -150,3 +150,56 @@ def test_cli_enjoy_with_a_missing_file_exits_2(tmp_path, capsys):
         cli.main(["enjoy", str(tmp_path / "nowhere.pt"), "--out", str(tmp_path / "x.gif")])
     assert caught.value.code == 2
     assert "nowhere.pt" in capsys.readouterr().err
+
+
+def _damaged_files(tmp_path, trained):
+    """Every kind of bad model file, by name: truncated archives of both frameworks, foreign files."""
+    import zipfile
+
+    dqn_torch, torch_result = trained("torch", "Doors-v0")
+    dqn_flax, flax_result = trained("flax", "Doors-v0")
+    torch_path, flax_path = tmp_path / "good.pt", tmp_path / "good.msgpack"
+    dqn_torch.save_model(torch_result, str(torch_path))
+    dqn_flax.save_model(flax_result, str(flax_path))
+    files = {
+        "truncated torch": torch_path.read_bytes()[: torch_path.stat().st_size // 2],
+        "truncated flax": flax_path.read_bytes()[: flax_path.stat().st_size // 2],
+        "empty": b"",
+        "text": b"hello, not a model\n",
+        "pickle": __import__("pickle").dumps({"format": "doors-gym-dqn"}),
+    }
+    paths = {}
+    for name, data in files.items():
+        paths[name] = tmp_path / name.replace(" ", "-")
+        paths[name].write_bytes(data)
+    paths["foreign zip"] = tmp_path / "foreign.zip"
+    with zipfile.ZipFile(paths["foreign zip"], "w") as archive:
+        archive.writestr("readme.txt", "a zip that torch did not write")
+    return paths
+
+
+@pytest.mark.parametrize(
+    "kind", ["truncated torch", "truncated flax", "empty", "text", "pickle", "foreign zip"]
+)
+def test_every_bad_model_file_is_one_line_naming_the_file(kind, trained, tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("flax")
+    path = _damaged_files(tmp_path, trained)[kind]
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["enjoy", str(path), "--out", str(tmp_path / "x.gif")])
+    assert caught.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(error)
+    assert error[-1].startswith("doors-gym enjoy: error: ") and str(path) in error[-1], error
+    assert not (tmp_path / "x.gif").exists()
+
+
+def test_a_model_of_the_other_framework_names_both(trained, tmp_path):
+    pytest.importorskip("torch")
+    from doors_gym_baselines.arms import get_arm
+
+    dqn_flax, result = trained("flax", "Doors-v0")
+    path = tmp_path / "flax.msgpack"
+    dqn_flax.save_model(result, str(path))
+    with pytest.raises(ValueError, match=r"holds a flax model of the flax-numpy arm, not a torch one"):
+        get_arm("torch-numpy").load(path)

@@ -91,9 +91,20 @@ DEVICES_SCRIPT = textwrap.dedent("""
     """)
 
 
-def test_seeds_spread_over_devices_compute_what_they_compute_alone():
+LOSS_TOLERANCE = 1e-5
+"""How far (relative) the seeds of one run may drift when spread over devices: the float tolerance README states."""
+
+
+@pytest.mark.parametrize("isa", ["host", "AVX2"])
+def test_seeds_spread_over_devices_compute_what_they_compute_alone(isa):
+    # Spread over devices, a seed runs in a program of another batch shape (its device's seeds, not all of
+    # them). XLA promises no bitwise equality across batch shapes: on an AVX-512 CPU the programs happened to
+    # agree bit for bit, capped at AVX2 (as on CPUs without AVX-512) they drift at the 7th digit. The AVX2
+    # case holds every machine to the tolerance, whatever its own vector width.
     pytest.importorskip("flax")
     env = {**__import__("os").environ, "JAX_NUM_CPU_DEVICES": "2", "JAX_PLATFORMS": "cpu"}
+    if isa != "host":
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_cpu_max_isa={isa}".strip()
     completed = subprocess.run(
         [sys.executable, "-c", DEVICES_SCRIPT], capture_output=True, text=True, timeout=300, env=env
     )
@@ -101,9 +112,10 @@ def test_seeds_spread_over_devices_compute_what_they_compute_alone():
     runs = json.loads(completed.stdout.strip().splitlines()[-1])
     one, two = runs["1"], runs["2"]
     assert one["devices"] == ["cpu:0"] and two["devices"] == ["cpu:0", "cpu:1"]
-    assert two["per_seed"] == one["per_seed"]
-    assert two["losses"] == one["losses"]
-    assert two["params"] == one["params"]
+    assert len(two["losses"]) == len(one["losses"]) > 0  # the same updates
+    np.testing.assert_allclose(two["per_seed"], one["per_seed"], rtol=LOSS_TOLERANCE)
+    np.testing.assert_allclose(two["losses"], one["losses"], rtol=LOSS_TOLERANCE)
+    np.testing.assert_allclose(two["params"], one["params"], rtol=LOSS_TOLERANCE, atol=1e-6)  # sums near 0
 
 
 def test_a_device_count_beyond_the_devices_names_the_range():

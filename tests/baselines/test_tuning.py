@@ -354,6 +354,8 @@ def test_two_workers_share_one_study(kind: str, tmp_path: pathlib.Path) -> None:
         (["tune", "--arm", "torch-numpy", "--total-steps", "20000"], "leaves no evaluation to be solved at"),
         (["tune", "--arm", "torch-numpy", "--objective", "reward"], "invalid choice: 'reward'"),
         (["tune", "--arm", "torch-numpy", "--penalty-seconds", "-1"], "--penalty-seconds -1.0 is out of range"),
+        (["tune", "--arm", "torch-numpy", "--storage", "mysql+nosuch://u@h/db"], "is unreachable"),
+        (["train", "--preset", "nowhere.yml"], "--preset 'nowhere.yml' is neither one of"),
     ],
 )
 def test_bad_flags_exit_2_with_a_clear_message(
@@ -467,3 +469,25 @@ def test_a_new_study_starts_from_the_quick_preset_and_its_point_round_trips() ->
     with pytest.raises(ValueError, match="start_from='slow' is neither one of"):
         tuning.TuneOptions(arm="flax-numpy", start_from="slow")
     assert tuning.first_rung(200_000, 10_000) == 25_000 and tuning.first_rung(2_000, 1_000) == 1_000
+
+
+@pytest.mark.parametrize(
+    ("flag", "url"),
+    [("--storage", "postgresql+psycopg2://optuna@db-host/optuna"), ("--tracking-uri", "mysql+pymysql://u@h/mlflow")],
+)
+def test_a_missing_database_driver_names_the_package_to_install(flag, url, tmp_path, monkeypatch, capsys) -> None:
+    from doors_gym import cli
+
+    monkeypatch.chdir(tmp_path)
+    # Whatever is installed here: the driver's module is made to be missing.
+    for driver, (_, package) in list(tracking.DRIVER_PACKAGES.items()):
+        monkeypatch.setitem(tracking.DRIVER_PACKAGES, driver, ("doors_gym_no_such_driver", package))
+    package = {"--storage": "psycopg2-binary", "--tracking-uri": "PyMySQL"}[flag]
+    argv = ["tune", "--arm", "torch-numpy", flag, url]
+    if flag == "--tracking-uri":
+        argv += ["--storage", f"sqlite:///{tmp_path / 'optuna.db'}"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "needs the database driver" in error and f"pip install '{package}'" in error, error

@@ -103,6 +103,24 @@ def test_a_bad_max_episode_steps_is_an_error_everywhere(env_id, value):
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
+def test_an_unknown_keyword_is_named_with_the_allowed_ones_everywhere(env_id):
+    from doors_gym.spaces import ENV_KEYWORDS
+
+    skip_without_jax(env_id)
+    makers = {
+        "make": lambda: gym.make(env_id, grid=(9, 9)),
+        "make_vec": lambda: gym.make_vec(env_id, 2, grid=(9, 9)),
+        "sync": lambda: make_vec(env_id, "sync", grid=(9, 9)),
+    }
+    for how, build in makers.items():
+        with pytest.raises(TypeError) as caught:
+            build()
+        message = str(caught.value)
+        assert "'grid'" in message and all(repr(name) in message for name in ENV_KEYWORDS), (how, message)
+        assert len(message.splitlines()) == 1, (how, message)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
 def test_both_shells_return_numpy_by_default(env_id):
     skip_without_jax(env_id)
     env = gym.make(env_id)
