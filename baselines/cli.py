@@ -194,7 +194,7 @@ def run_tune(args: argparse.Namespace) -> int:
     options = TuneOptions(arm=args.arm, **flags.values_from(TuneOptions, args))
     run = dataclasses.replace(TUNING_RUN, **flags.values_from(RunSettings, args, exclude=TRIAL_RUN_FIELDS_OFF_THE_CLI))
     study = tune(options, run)
-    print(describe(study))
+    print(describe(study, options))
     return 0
 
 
@@ -206,9 +206,31 @@ def run_compare(args: argparse.Namespace) -> int:
     # The budget flags are the comparison's overrides of its preset; the run settings are the layout and machinery.
     budget = [spec.name for spec in dataclasses.fields(CompareOptions)]
     outcome = compare(options, RunSettings(**flags.values_from(RunSettings, args, exclude=budget)))
-    print(outcome.table)
-    print("wrote " + ", ".join(str(path) for path in outcome.paths.values()))
+    print(describe_outcome(outcome, options))
     return 0
+
+
+def describe_outcome(outcome: Any, options: CompareOptions) -> str:
+    """What ``compare`` prints at its end: the compact table, then where the files and the runs went."""
+    from .report import terminal_table
+    from .tracking import display_url, tracking_uri, ui_command
+
+    paths = list(outcome.paths.values())
+    folder = paths[0].parent if paths else pathlib.Path(options.out)
+    uri = tracking_uri(options.tracking_uri)
+    return "\n".join(
+        [
+            "",
+            terminal_table(outcome.rows, outcome.oracle),
+            "",
+            f"files in {folder}/ (compare.md has the full tables):",
+            f"  {', '.join(path.name for path in paths)}",
+            f"MLflow: experiment {options.experiment!r}, run {options.run_name} with a nested run per training, in",
+            f"  {display_url(uri)}",
+            "open it:",
+            f"  {ui_command(uri)}",
+        ]
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -90,6 +90,11 @@ class CompareOptions:
         return config.replace(**budget), preset
 
     @property
+    def run_name(self) -> str:
+        """The name of the comparison's MLflow parent run."""
+        return f"compare-{pathlib.Path(self.preset).stem}"
+
+    @property
     def seed_list(self) -> list[int]:
         return list(range(self.first_seed, self.first_seed + self.seeds))
 
@@ -191,13 +196,16 @@ def run_arm(options: CompareOptions, arm_name: str, run: RunSettings | None = No
                 models.append((figures[best_seed(figures)], model_uri))
             continue
         tags = tracking.run_tags(arm, seeds=",".join(map(str, group)), hyperparameters=origin)
-        with mlflow.start_run(run_name=f"{arm.name}-seed{group[0]}", nested=True, tags=tags):
+        with mlflow.start_run(run_name=tracking.run_name(arm, group), nested=True, tags=tags):
             mlflow.log_params(tracking.config_params(group_config))
             result = arm.train(group_config)
             tracking.log_result(result)
             figures = seed_runs(result, group)
-            best = best_seed(figures)
-            model_uri = tracking.log_model(result, seed_index=best) if options.models else None
+            best = best_seed(figures) if options.models else None
+            if len(group) > 1:  # seeds trained together: a nested run per seed, the model in the best one's
+                model_uri = tracking.log_seed_runs(result, arm, group, model_seed=best)
+            else:
+                model_uri = None if best is None else tracking.log_model(result, seed_index=best)
         if model_uri:
             models.append((figures[best], model_uri))
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -244,7 +252,7 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
     with tracking.quiet_mlflow():
         tracking.connect(options.tracking_uri, options.experiment)
         with mlflow.start_run(
-            run_name=f"compare-{options.preset}",
+            run_name=options.run_name,
             tags={
                 "doors_gym.version": doors_gym.__version__,
                 "git_commit": tracking.git_commit(),

@@ -118,6 +118,29 @@ class Hyperparameters:
         if not sizes or any(isinstance(width, bool) or not isinstance(width, int) or width < 1 for width in sizes):
             raise ValueError(f"hidden_sizes={sizes!r} is invalid: expected one or more integers >= 1")
 
+    def describe(self) -> str:
+        """The hyperparameters in their natural units, in one line for people (the field names are in the files)."""
+        decay = "" if self.lr_end_fraction >= 1.0 else f", decaying to {self.lr_end_fraction:.0%}"
+        target = "copy" if self.tau >= 1.0 else f"tau {self.tau:.2g}"
+        extras = ["double DQN"] if self.double_dqn else []
+        if self.max_grad_norm > 0:
+            extras.append(f"gradient norm clipped at {self.max_grad_norm:g}")
+        return ", ".join(
+            [
+                f"lr {self.learning_rate:.2g} {self.optimizer}{decay}",
+                f"gamma {self.gamma:.3g}",
+                f"net {'x'.join(map(str, self.hidden_sizes))}",
+                f"batch {self.batch_size}",
+                f"buffer {self.buffer_size}",
+                f"{self.num_envs} envs",
+                f"update every {self.train_frequency} step{'s' if self.train_frequency > 1 else ''}",
+                f"target every {self.target_update} ({target})",
+                f"learns from step {self.learning_starts}",
+                f"explore {self.exploration_fraction:.0%} of the budget",
+                *extras,
+            ]
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class RunSettings:

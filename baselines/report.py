@@ -23,6 +23,7 @@ import math
 import os
 import pathlib
 import platform
+import textwrap
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -309,6 +310,48 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNCon
     return "\n".join([*lines, "", settings, "", machine, *published, *breakdown, ""])
 
 
+TERMINAL_WIDTH = 100
+"""Columns of the comparison printed to a terminal (the full Markdown tables stay in the files)."""
+
+
+def terminal_table(rows: Sequence[Summary], oracle: dict[str, float]) -> str:
+    """The comparison for a terminal: one short row per arm and the oracle's, within :data:`TERMINAL_WIDTH`."""
+    import io
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("arm", no_wrap=True)
+    for header in ("solved", "s to solved\n[95 % CI]", "speed-up", "greedy\nsuccess", "rolling\nreward", "s per\nseed",
+                   "ms per\nupdate"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for row in rows:
+        figures = row.intervals
+        table.add_row(
+            row.arm,
+            f"{row.solved}/{row.seeds}",
+            f"{figures['seconds_to_solved']:.1f}",
+            "-" if row.speedup_to_solved is None else f"{row.speedup_to_solved:.1f}x",
+            f"{figures['greedy_success_rate'].iqm:.3f}",
+            f"{figures['rolling_reward'].iqm:.3f}",
+            f"{row.wall_seconds.mean:.1f}",
+            "-" if math.isnan(row.ms_per_update) else f"{row.ms_per_update:.2f}",
+        )
+    table.add_row(
+        "oracle", "-", "-", "-", f"{oracle['greedy_success_rate']:.3f}", f"{oracle['rolling_reward']:.3f}", "-", "-"
+    )
+    console = Console(file=io.StringIO(), width=TERMINAL_WIDTH, color_system=None, force_terminal=False)
+    console.print(table)
+    notes = (
+        "IQM over seeds; s to solved: wall seconds, compile included, to the evaluation from which a seed stayed "
+        f"solved (∞: never), with its 95 % bootstrap CI; speed-up: {REFERENCE_ARM.name}'s s to solved over the "
+        "arm's; s per seed: mean wall time (an arm that trains its seeds in one run: the run over its seeds)."
+    )
+    return console.file.getvalue().rstrip() + "\n" + textwrap.fill(notes, width=TERMINAL_WIDTH)
+
+
 CSV_COLUMNS = (
     "arm",
     "label",
@@ -365,6 +408,26 @@ def write_seed_csv(results: Sequence[ArmRuns], path: pathlib.Path) -> None:
                 writer.writerow({"arm": runs.arm.name, **{key: getattr(seed, key) for key in columns[1:]}})
 
 
+def arm_color(arm: Arm) -> Any:
+    """The arm's colour in every plot (its curves, its study's star, its bars): tab10 by its place in the registry.
+
+    By registry order, not by place in a plot, so an arm keeps its colour whichever arms a comparison runs.
+    """
+    import matplotlib
+
+    return matplotlib.colormaps["tab10"](list(ARMS).index(arm.name) % 10)
+
+
+def log_seconds_axis(axis: Any) -> None:
+    """A log-scale seconds axis with plain labels at 1-2-5 steps and no minor labels (they overlapped)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_xscale("log")
+    axis.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.xaxis.set_minor_formatter(NullFormatter())
+
+
 def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: pathlib.Path) -> None:
     """Rolling and greedy per-step reward against wall-clock seconds: mean over seeds, min-max band."""
     import matplotlib
@@ -382,13 +445,14 @@ def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: path
             keep = ~np.isnan(values).all(axis=0)  # points where no seed had finished a training episode yet
             values, point_seconds = values[:, keep], seconds[keep]
             label = runs.arm.label + (f" ({len(curves)} seeds in one run)" if runs.arm.seeds_in_one_run else "")
-            (line,) = axis.plot(point_seconds, np.nanmean(values, axis=0), marker="o", markersize=3, label=label)
+            color = arm_color(runs.arm)
+            axis.plot(point_seconds, np.nanmean(values, axis=0), marker="o", markersize=3, label=label, color=color)
             axis.fill_between(
-                point_seconds, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.2, color=line.get_color()
+                point_seconds, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.2, color=color
             )
     for axis, title in zip(axes, ("rolling reward (last 2000 training episodes)", "greedy per-step reward")):
         axis.axhline(oracle["greedy_step_reward"], color="black", linestyle="--", linewidth=1, label="oracle")
-        axis.set_xscale("log")
+        log_seconds_axis(axis)
         axis.set_xlabel("wall-clock seconds of a training run (log scale)")
         axis.set_title(title)
         axis.grid(alpha=0.3)
@@ -397,8 +461,11 @@ def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: path
             arm.study.wall_seconds,
             arm.study.rolling_reward,
             marker="*",
-            s=90,
+            s=110,
             zorder=3,
+            color=arm_color(arm),
+            edgecolors="black",
+            linewidths=0.5,
             label=f"study: {arm.study.label}",
         )
     axes[0].set_ylabel("mean reward per step")
@@ -452,13 +519,16 @@ def plot_breakdown(rows: Sequence[Summary], path: pathlib.Path) -> None:
     figure, axis = plt.subplots(figsize=(11, 0.6 * len(rows) + 2))
     labels = [row.label for row in rows]
     left = np.zeros(len(rows))
-    colors = plt.get_cmap("tab10")
+    colors = plt.get_cmap("Set2")  # not tab10: that palette is the arms' (their tick labels)
     for index, name in enumerate(PHASES):
         values = np.array([row.phases.get(name, 0.0) for row in rows], dtype=float)
         values = np.nan_to_num(values)
         axis.barh(labels, values, left=left, color=colors(index), label=name.replace("_", " "))
         left += values
     axis.invert_yaxis()
+    for label, row in zip(axis.get_yticklabels(), rows):
+        label.set_color(arm_color(ARMS[row.arm]))  # the arm's colour of the learning curves
+        label.set_fontweight("bold")
     axis.set_xlabel("wall-clock seconds per seed")
     axis.set_title("Where the time goes (flax-scan: its scan's time split as its compiled pieces take it apart)")
     axis.legend(

@@ -125,6 +125,8 @@ def learning_score(history: Sequence[HistoryRow]) -> float:
 OBJECTIVES = {"time-to-solved": "minimize", "learning-curve": "maximize"}
 """Each tuning objective and the direction its study optimises."""
 DEFAULT_OBJECTIVE = "time-to-solved"
+OBJECTIVE_UNITS = {"time-to-solved": "s to solved", "learning-curve": "mean greedy step reward"}
+"""What each objective's score counts, for people."""
 PENALTY_SECONDS = 300.0
 """What an unsolved trial scores beyond its budget (times 1 to 2, by how far it is from solved)."""
 
@@ -179,3 +181,12 @@ def objective_score(
     if objective == "learning-curve":
         return learning_score(history)
     raise ValueError(f"objective={objective!r} is not supported: expected one of {list(OBJECTIVES)}")
+
+
+def describe_score(objective: str, score: float, solved: bool | None = None) -> str:
+    """A score with its unit; an unsolved time-to-solved score says that it is the budget plus the penalty."""
+    if objective == "time-to-solved":
+        if solved is False:
+            return f"{score:.1f} s (not solved: its wall time plus the penalty)"
+        return f"{score:.1f} {OBJECTIVE_UNITS[objective]}"
+    return f"{score:.3f} {OBJECTIVE_UNITS[objective]}"

@@ -19,7 +19,7 @@ import pathlib
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 
@@ -37,6 +37,8 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 T = TypeVar("T")
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+"""What every experiment says of itself: MLflow 3's UI then opens it on its runs, not on the GenAI overview."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +55,11 @@ class TrackOptions:
 def tracking_uri(cli_value: str | None = None) -> str:
     """``cli_value``, else ``$MLFLOW_TRACKING_URI``, else :data:`DEFAULT_TRACKING_URI`."""
     return cli_value or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def ui_command(uri: str) -> str:
+    """The command that opens MLflow's UI on the store at ``uri``, bound to this machine, and where to point a browser."""
+    return f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000  # then http://127.0.0.1:5000"
 
 
 def sqlite_path(url: str) -> pathlib.Path | None:
@@ -177,9 +184,13 @@ def _experiment_id(mlflow: Any, experiment: str) -> str:
 
     def find_or_create() -> str:
         found = client.get_experiment_by_name(experiment)
-        if found is not None:
-            return found.experiment_id
-        return client.create_experiment(experiment, artifact_location=artifact_location(mlflow.get_tracking_uri()))
+        if found is None:
+            location = artifact_location(mlflow.get_tracking_uri())
+            return client.create_experiment(experiment, artifact_location=location, tags=EXPERIMENT_TAGS)
+        for key, value in EXPERIMENT_TAGS.items():
+            if found.tags.get(key) != value:
+                client.set_experiment_tag(found.experiment_id, key, value)
+        return found.experiment_id
 
     experiment_id = retry_creation_race(find_or_create)
     mlflow.set_experiment(experiment_id=experiment_id)
@@ -261,6 +272,34 @@ def log_result(result: TrainResult, *, log_history: bool = True) -> None:
     mlflow.set_tag("timings.method", result.timings.method)
 
 
+def run_name(arm: Arm, seeds: Sequence[int]) -> str:
+    """An MLflow run's name that says what it holds: ``<arm>-seed<n>``, or ``<arm>-seeds<first>-<last>``."""
+    return f"{arm.name}-seed{seeds[0]}" if len(seeds) == 1 else f"{arm.name}-seeds{seeds[0]}-{seeds[-1]}"
+
+
+def log_seed_runs(result: TrainResult, arm: Arm, seeds: Sequence[int], model_seed: int | None) -> str | None:
+    """One nested run per seed of a run that trained several (``<arm>-seed<n>``): its curve and final figures.
+
+    The model of seed index ``model_seed`` (if not None) is logged in its seed's run; returns its URI.
+    """
+    import mlflow
+
+    model_uri = None
+    for index, seed in enumerate(seeds):
+        with mlflow.start_run(run_name=run_name(arm, [seed]), nested=True, tags=run_tags(arm, seeds=str(seed))):
+            for row in result.history:
+                figures = dataclasses.asdict(row.per_seed[index])
+                figures.pop("seed")
+                mlflow.log_metrics(
+                    {key: value for key, value in figures.items() if math.isfinite(value)}, step=int(row.step)
+                )
+            final = result.history[-1].per_seed[index]
+            mlflow.log_metric("final_solved", float(final.solved), step=int(result.history[-1].step))
+            if index == model_seed:
+                model_uri = log_model(result, seed_index=index)
+    return model_uri
+
+
 def config_params(config: Any) -> dict[str, str]:
     """A config's fields as MLflow params by name (strings; tuples as JSON lists)."""
     return {
@@ -288,12 +327,13 @@ def track_training(arm: Arm, config: Any, options: TrackOptions, train: Callable
 
     with quiet_mlflow():
         connect(options.tracking_uri, options.experiment)
-        tags = run_tags(arm, seeds=",".join(str(config.run.seed + i) for i in range(config.run.num_seeds)))
-        with mlflow.start_run(run_name=f"{arm.name}-seed{config.run.seed}", tags=tags) as run:
+        seeds = [config.run.seed + index for index in range(config.run.num_seeds)]
+        tags = run_tags(arm, seeds=",".join(map(str, seeds)))
+        with mlflow.start_run(run_name=run_name(arm, seeds), tags=tags) as run:
             mlflow.log_params(config_params(config))
             result = train()
             log_result(result)
-            model_uri = log_model(result)
+            model_uri = log_model(result) if len(seeds) == 1 else log_seed_runs(result, arm, seeds, model_seed=0)
     result.facts.update(run_id=run.info.run_id, model_uri=model_uri)
     return result
 

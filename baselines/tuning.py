@@ -30,15 +30,16 @@ the parent.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import json
 import math
 import pathlib
 import re
 import socket
 import sys
+import textwrap
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ from .config import DQNConfig, Hyperparameters, RunSettings, check_at_least, fie
 from .metrics import HistoryRow, seconds_to_solved
 from .search import (
     DEFAULT_OBJECTIVE,
+    describe_score,
     OBJECTIVES,
     PENALTY_SECONDS,
     hyperparameters_from_params,
@@ -381,6 +383,7 @@ class TuneOptions:
     )
     experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
     models: bool = field(True, "log each trial's trained model to MLflow")
+    verbose: bool = field(True, "print each finished trial: its score and hyperparameters")
     heartbeat_interval: int = field(HEARTBEAT_INTERVAL, "seconds between a running trial's heartbeats")
     grace_period: int = field(
         GRACE_PERIOD, "seconds without a heartbeat after which a running trial counts as failed (its worker died)"
@@ -455,9 +458,17 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
     base_config = arm.configure(DQNConfig(base or Hyperparameters(), run))
     storage = open_storage(options.storage, options.heartbeat_interval, options.grace_period)
     study_name = options.resolved_study_name
-    study = create_study(
-        arm.name, storage, study_name, run.seed, options.worker, run.total_steps, run.eval_every, options.objective
-    )
+    with optuna_quiet():
+        study = create_study(
+            arm.name, storage, study_name, run.seed, options.worker, run.total_steps, run.eval_every, options.objective
+        )
+    if options.verbose:
+        found = len(finished_trials(study))
+        print(
+            f"study {study_name} in {tracking.display_url(options.storage)}: "
+            + (f"resuming with {found} finished trials" if study.trials else "new"),
+            flush=True,
+        )
     start_study(study, options.start_from, base_config.hyperparameters, options.worker)
     with tracking.quiet_mlflow():
         experiment_id = tracking.connect(options.tracking_uri, options.experiment)
@@ -492,13 +503,13 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
                     options.tuning_seeds,
                     options.penalty_seconds,
                 )
-                study.optimize(
-                    objective,
-                    n_trials=remaining,
-                    timeout=options.timeout,
-                    callbacks=[optuna.study.MaxTrialsCallback(options.n_trials, states=_finished_states())],
-                    gc_after_trial=True,
-                )
+                callbacks = [optuna.study.MaxTrialsCallback(options.n_trials, states=_finished_states())]
+                if options.verbose:
+                    callbacks.append(TrialPrinter(options.objective, base_config.hyperparameters))
+                with optuna_quiet():
+                    study.optimize(
+                        objective, n_trials=remaining, timeout=options.timeout, callbacks=callbacks, gc_after_trial=True
+                    )
             mark_killed_runs(study)
             report.log_study_plots(study)
             chosen = None
@@ -604,20 +615,93 @@ def _finished_states() -> tuple[Any, ...]:
     return tuple(getattr(optuna.trial.TrialState, state) for state in FINISHED)
 
 
-def describe(study: Any) -> str:
-    """A few lines on the study's outcome."""
+@contextlib.contextmanager
+def optuna_quiet() -> Iterator[None]:
+    """Optuna's per-trial INFO lines off (they print the search coordinates); :class:`TrialPrinter` says it instead."""
+    import optuna
+
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+
+
+class TrialPrinter:
+    """An Optuna callback: each finished trial in two lines, its score with its unit and its hyperparameters."""
+
+    def __init__(self, objective: str, base: Hyperparameters) -> None:
+        self.objective = objective
+        self.base = base
+
+    def __call__(self, study: Any, trial: Any) -> None:
+        print(describe_trial(study, trial, self.objective, self.base), flush=True)
+
+
+def describe_trial(study: Any, trial: Any, objective: str, base: Hyperparameters) -> str:
+    """A finished trial for people: state, seed, score with its unit, the best so far, its hyperparameters."""
+    seed = trial.user_attrs.get("seed", "?")
+    state = trial.state.name.lower()
+    if state == "complete":
+        outcome = describe_score(objective, trial.value, trial.user_attrs.get("solved"))
+    elif state == "pruned":
+        outcome = f"pruned after {trial.last_step or 0} env steps"
+    else:
+        outcome = state
+    try:
+        best = study.best_trial
+        best_text = f"best: trial {best.number}, {describe_score(objective, best.value, best.user_attrs.get('solved'))}"
+    except ValueError:
+        best_text = "no complete trial yet"
+    hyperparameters = hyperparameters_from_params(trial.params, base).describe() if trial.params else "-"
+    return f"trial {trial.number} (seed {seed}): {outcome}; {best_text}\n{indented(hyperparameters)}"
+
+
+def indented(text: str) -> str:
+    """``text`` indented under the line before, wrapped to the width of a terminal's output (100 columns)."""
+    return textwrap.fill(text, width=100, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+
+
+def describe(study: Any, options: TuneOptions) -> str:
+    """What a tuning worker prints at its end: the outcome, where the study and its runs are, what to run next."""
     finished = finished_trials(study)
     states = [trial.state.name for trial in finished]
     lines = [
-        f"study {study.study_name}: {len(finished)} finished trials "
+        f"study {study.study_name} in {tracking.display_url(options.storage)}: {len(finished)} finished trials "
         f"({states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned)"
     ]
+    base = Hyperparameters()
     try:
         best = study.best_trial
-        lines.append(f"best trial {best.number}: score {best.value:.4f}")
-        lines.append("best params: " + json.dumps(best.params, sort_keys=True))
     except ValueError:
+        best = None
         lines.append("no trial completed yet")
+    if best is not None:
+        score = describe_score(options.objective, best.value, best.user_attrs.get("solved"))
+        lines.append(f"best: trial {best.number} (seed {best.user_attrs.get('seed', '?')}), {score}")
+        lines.append(indented(hyperparameters_from_params(best.params, base).describe()))
+    uri = tracking.tracking_uri(options.tracking_uri)
+    lines.append(
+        f"MLflow: experiment {options.experiment!r} in {tracking.display_url(uri)}, run {study.study_name} "
+        "with a nested run per trial"
+    )
+    lines.append(f"  open it: {tracking.ui_command(uri)}")
+    command = f"doors-gym tune --arm {options.arm}"
+    if options.storage != DEFAULT_STORAGE:
+        command += f" --storage {tracking.display_url(options.storage)}"
+    if options.study_name:
+        command += f" --study-name {options.study_name}"
+    if options.objective != DEFAULT_OBJECTIVE:
+        command += f" --objective {options.objective}"
+    lines.append(f"next: {command} --n-trials {options.n_trials + 10}")
+    lines.append("  resumes the study for 10 more trials")
+    if best is not None:
+        preset = options.preset_out or f"{options.arm}.yml"
+        if not options.preset_out:
+            lines.append(f"  {command} --n-trials {options.n_trials} --preset-out {preset}")
+            lines.append("  writes its best trial as a preset (no more training); then")
+        lines.append(f"  doors-gym compare --preset {preset}  or  doors-gym train --arm {options.arm} --preset {preset}")
     return "\n".join(lines)
 
 

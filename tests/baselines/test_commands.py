@@ -17,7 +17,8 @@ def test_compare_flags_reach_the_options_and_the_run_settings(monkeypatch, tmp_p
 
     def fake_compare(options, run):
         seen.update(options=options, run=run)
-        return compare.Outcome(rows=[], oracle={}, table="a table", paths={}, run_id="x")
+        oracle = {"greedy_success_rate": 1.0, "rolling_reward": 0.776}
+        return compare.Outcome(rows=[], oracle=oracle, table="a table", paths={}, run_id="x")
 
     monkeypatch.setattr(compare, "compare", fake_compare)
     argv = ["compare", "--full", "--arms", "flax-scan", "--grid-size", "9", "21", "--n-doors", "4", "--quiet"]
@@ -40,7 +41,7 @@ def test_tune_flags_reach_the_study_and_every_trial(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(tuning, "tune", lambda options, run: seen.update(options=options, run=run) or None)
-    monkeypatch.setattr(tuning, "describe", lambda study: "described")
+    monkeypatch.setattr(tuning, "describe", lambda study, options: "described")
     argv = ["tune", "--arm", "torch-jax", "--n-trials", "3", "--total-steps", "4000", "--grid-size", "5", "7"]
     assert cli.main([*argv, "--seed", "9", "--no-models"]) == 0
     options, run = seen["options"], seen["run"]

@@ -154,8 +154,12 @@ def test_main_prints_the_table(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
         ]
     )
     printed = capsys.readouterr().out
-    assert code == 0 and "| Flax x Doors-v0 (NumPy) |" in printed and "oracle (shortest paths)" in printed
-    assert (tmp_path / "out" / "compare.md").exists()
+    assert code == 0 and "flax-numpy " in printed and "oracle " in printed and ("1/1" in printed or "0/1" in printed)
+    lines = [line for line in printed.splitlines() if str(tmp_path) not in line]  # this test's paths are long
+    assert max(len(line) for line in lines) <= 100, "the terminal output fits 100 columns"
+    assert "| Flax x Doors-v0 (NumPy) |" in (tmp_path / "out" / "compare.md").read_text()  # the full table
+    assert f"files in {tmp_path / 'out'}/ (compare.md has the full tables):\n  compare.md, compare.csv" in printed
+    assert f"mlflow ui --backend-store-uri sqlite:///{tmp_path / 'mlflow.db'}" in printed
 
 
 def test_compare_shows_where_the_time_goes(tiny_compare) -> None:
@@ -191,5 +195,14 @@ def test_compare_registers_each_arms_best_seed_as_champion(tiny_compare) -> None
                 float(row["rolling_reward"]),
             ),
         )
-        # The champion is the best seed's model (its run carries that seed).
-        assert best["seed"] in run.data.tags["seeds"].split(",")
+        # The champion is the best seed's model, in a run of that seed alone (seeds trained together have a
+        # nested run each under their training's run).
+        assert run.data.tags["seeds"] == best["seed"] and run.info.run_name == f"{arm}-seed{best['seed']}"
+    scan_runs = client.search_runs(
+        [client.get_experiment_by_name(options.experiment).experiment_id], "tags.arm = 'flax-scan'"
+    )
+    names = sorted(run.info.run_name for run in scan_runs)
+    assert names == ["flax-scan-seed100", "flax-scan-seed101", "flax-scan-seeds100-101"], names
+    for run in scan_runs:
+        if run.info.run_name != "flax-scan-seeds100-101":
+            assert run.data.metrics["greedy_step_reward"] >= 0 and "final_solved" in run.data.metrics

@@ -491,3 +491,15 @@ def test_a_missing_database_driver_names_the_package_to_install(flag, url, tmp_p
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert "needs the database driver" in error and f"pip install '{package}'" in error, error
+
+
+def test_experiments_open_on_their_runs_in_mlflow_3(tmp_path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracking.connect(uri, "new")
+    client = mlflow.MlflowClient(uri)
+    old = client.create_experiment("older", artifact_location=(tmp_path / "mlruns").as_uri())  # made by hand
+    assert "mlflow.experimentKind" not in client.get_experiment(old).tags
+    tracking.connect(uri, "older")
+    for name in ("new", "older"):
+        tags = client.get_experiment_by_name(name).tags
+        assert tags["mlflow.experimentKind"] == "custom_model_development", (name, tags)
