@@ -1,7 +1,6 @@
 # Fresh-machine set-up and the two jobs of the README.
-#   make main   set up .venv, run `doors-gym compare` (the default DQN arms x 10 seeds with their tuned presets,
-#               about 6 minutes on 2 cores once the venv is built): the table in out/compare/, every run in MLflow
-#               (./mlflow.db, ./mlruns)
+#   make main   set up .venv, run `doors-gym compare` (the default DQN arms x 10 seeds with their tuned presets;
+#               see README for its time): the table in out/compare/, every run in MLflow (./mlflow.db, ./mlruns)
 #   make test   set up .venv, run the test suite
 #   make tune   set up .venv, re-tune every arm's preset (40-trial studies, resumable; see benchmarks/tune_presets.sh)
 PYTHON ?= python3

@@ -5,7 +5,7 @@ become ``--x/--no-x``, tuples take several values), with the help line and
 choices from its metadata (see :func:`doors_gym_baselines.config.field`).
 Metadata ``cli=False`` leaves a field off the command line, ``layout=True``
 marks the layout fields that come from ``doors_gym.cli.layout_parser`` (the
-same flags in every command), ``flag`` renames the flag and ``switches`` makes
+same flags in every command that builds an env), ``flag`` renames the flag and ``switches`` makes
 one flag per choice (``--quick`` / ``--full``), beside the flag that takes the
 value itself when the field also has a ``metavar``.
 
