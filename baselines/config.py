@@ -172,6 +172,9 @@ class RunSettings:
         "native", "Doors-v0 vector env: native NumPy, or Gymnasium's sync or async", choices=VECTORIZATIONS
     )
     device: str = field("cpu", "torch device of the torch arms (cpu, cuda, cuda:1, ...)")
+    torch_threads: int | None = field(
+        None, "torch's intra-op threads during a torch arm's run, put back after (default: 1 on a CPU)"
+    )
     jax_cache: str | None = field(
         None,
         "folder of JAX's persistent compilation cache: a later run loads the JAX arms' compiled programs "
@@ -184,8 +187,9 @@ class RunSettings:
         for name in ("total_steps", "num_seeds", "rolling_episodes", "max_episode_steps"):
             check_at_least(name, getattr(self, name), 1)
         check_at_least("seed", self.seed, 0)
-        if self.devices is not None:
-            check_at_least("devices", self.devices, 1)
+        for name in ("devices", "torch_threads"):
+            if getattr(self, name) is not None:
+                check_at_least(name, getattr(self, name), 1)
         check_at_least("eval_every", self.eval_every, 0)
         check_at_least("hold_out_steps", self.hold_out_steps, 0)
         self.params  # validates the layout

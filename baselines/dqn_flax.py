@@ -20,9 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
+from doors_gym.core import NUM_ACTIONS
 
 from . import loop
+from .cells import CELLS_DTYPE, HIDDEN, encode
 from .config import DQNConfig, first_line
 from .devices import use_jax_compilation_cache
 from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
@@ -32,65 +33,47 @@ MODEL_FORMAT = "doors-gym-dqn"
 
 
 class QNetwork(nn.Module):
-    """MLP from the agent and goal planes to one Q-value per action.
+    """MLP from the agent's and the goal's cells to one Q-value per action.
 
-    The first layer is a Dense layer over the one-hot agent and goal planes
-    (``2 * H * W`` inputs, :func:`~doors_gym_baselines.loop.encode`). A one-hot
-    input selects one kernel row per plane, so it is computed as those two rows:
-    the same function and parameters, without multiplying zeros.
+    The first layer is a Dense layer over the one-hot agent and goal planes (``2 * H * W`` inputs, see
+    :mod:`~doors_gym_baselines.cells`), initialised as Flax initialises ``nn.Dense``. A one-hot plane
+    selects one kernel row, so the layer adds the agent's row, the goal's row (none once the agent
+    stands on the goal) and the bias.
     """
 
     hidden_sizes: tuple[int, ...]
+    num_cells: int
     num_actions: int = NUM_ACTIONS
 
     @nn.compact
-    def __call__(self, obs: jax.Array | tuple[jax.Array, jax.Array, jax.Array, int]) -> jax.Array:
-        """``(batch, H * W)`` integer grid observations -> ``(batch, 5)`` Q-values.
-
-        Also takes ``(agent_cell, goal_cell, goal_visible, num_cells)`` read off env states
-        directly (see :func:`cells_of_states`): the same input, without building the grid.
-        """
-        if isinstance(obs, tuple):
-            agent, goal, goal_visible, num_cells = obs
-        else:
-            agent, goal, goal_visible, num_cells = cells_of_observations(obs)
-        kernel = self.param("planes_kernel", nn.initializers.lecun_normal(), (2 * num_cells, self.hidden_sizes[0]))
-        bias = self.param("planes_bias", nn.initializers.zeros_init(), (self.hidden_sizes[0],))
+    def __call__(self, cells: jax.Array) -> jax.Array:
+        """``(batch, 2)`` integer cells (agent, goal or -1) -> ``(batch, 5)`` Q-values."""
+        width = self.hidden_sizes[0]
+        kernel = self.param("planes_kernel", nn.initializers.lecun_normal(), (2 * self.num_cells, width))
+        bias = self.param("planes_bias", nn.initializers.zeros_init(), (width,))
+        agent, goal = cells[:, 0].astype(jnp.int32), cells[:, 1].astype(jnp.int32)
         rows = jnp.take(kernel, agent, axis=0)  # jnp.take: params restored from a file are NumPy arrays
-        goal_rows = jnp.take(kernel, num_cells + goal, axis=0)
-        features = nn.relu(rows + jnp.where(goal_visible[:, None], goal_rows, 0.0) + bias)
+        goal_rows = jnp.take(kernel, self.num_cells + jnp.maximum(goal, 0), axis=0)
+        features = nn.relu(rows + jnp.where((goal >= 0)[:, None], goal_rows, 0.0) + bias)
         for hidden in self.hidden_sizes[1:]:
             features = nn.relu(nn.Dense(hidden)(features))
         return nn.Dense(self.num_actions)(features)
 
 
-def cells_of_observations(obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, int]:
-    """``(agent_cell, goal_cell, goal_visible, num_cells)`` of a batch of observations.
-
-    Exactly one agent cell and at most one goal cell: a sum of cell indices
-    finds them (a plain reduction; XLA's argmax is a slow two-value reduction
-    on CPUs). The goal is hidden once the agent stands on it.
-    """
-    num_cells = obs.shape[-1]
-    cells = jnp.arange(num_cells, dtype=jnp.int32)
-    is_goal = obs == GOAL
-    agent = jnp.sum(jnp.where(obs == AGENT, cells, 0), axis=-1)
-    return agent, jnp.sum(jnp.where(is_goal, cells, 0), axis=-1), jnp.any(is_goal, axis=-1), num_cells
-
-
-def cells_of_states(state: Any, width: int, num_cells: int) -> tuple[jax.Array, jax.Array, jax.Array, int]:
-    """What :func:`cells_of_observations` reads off ``observation(state)``, computed from the state."""
+def cells_of_states(state: Any, width: int) -> jax.Array:
+    """The cells (:mod:`~doors_gym_baselines.cells`) of env states, read off them: ``(..., 2)`` int32."""
     agent = state.agent_row * width + state.agent_col
     goal = state.goal_row * width + state.goal_col
-    return agent, goal, agent != goal, num_cells
+    return jnp.stack([agent, jnp.where(agent == goal, HIDDEN, goal)], axis=-1)
 
 
 class LearnerState(NamedTuple):
-    """Online and target parameters and the optimizer state (an immutable pytree)."""
+    """Online and target parameters, the optimizer state and the updates so far (an immutable pytree)."""
 
     params: Any
     target_params: Any
     opt_state: Any
+    updates: Any = 0
 
 
 def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
@@ -137,32 +120,38 @@ def make_loss(network: QNetwork, config: DQNConfig):
     return loss_function
 
 
-def make_update(network: QNetwork, optimizer: optax.GradientTransformation, config: DQNConfig):
-    """The jitted gradient step: ``update(state, batch) -> (state, loss)``."""
-    loss_function = make_loss(network, config)
+def learn(
+    loss_function: Callable, optimizer: optax.GradientTransformation, config: DQNConfig
+) -> Callable[[LearnerState, tuple], tuple[LearnerState, jax.Array]]:
+    """The pure learning step ``(state, batch) -> (state, loss)``: the gradient step, then the target's update
+    every ``target_update`` updates. The host loop jits it; the fully jitted arm calls it inside its scan."""
+    hyper = config.hyperparameters
 
-    @jax.jit
-    def update(state: LearnerState, batch: tuple[jax.Array, ...]) -> tuple[LearnerState, jax.Array]:
+    def step(state: LearnerState, batch: tuple) -> tuple[LearnerState, jax.Array]:
         loss, grads = jax.value_and_grad(loss_function)(state.params, state.target_params, batch)
         changes, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return state._replace(params=optax.apply_updates(state.params, changes), opt_state=opt_state), loss
+        params = optax.apply_updates(state.params, changes)
+        updates = state.updates + 1
+        target = updated_target(params, state.target_params, hyper.tau)
+        target_params = optax.periodic_update(target, state.target_params, updates, hyper.target_update)
+        return LearnerState(params, target_params, opt_state, updates), loss
 
-    return update
+    return step
 
 
-def init_params(network: QNetwork, key: jax.Array, num_cells: int) -> Any:
-    """Fresh network parameters for grids of ``num_cells`` cells."""
-    return network.init(key, jnp.zeros((1, num_cells), dtype=jnp.int16))
+def init_params(network: QNetwork, key: jax.Array) -> Any:
+    """Fresh network parameters."""
+    return network.init(key, jnp.zeros((1, 2), dtype=jnp.int16))
 
 
 @functools.lru_cache(maxsize=16)
 def jitted_network(network: QNetwork) -> tuple[Callable, Callable]:
-    """``(greedy actions, Q-values)`` of ``network`` as jitted functions of ``(params, obs)``, one pair per network.
+    """``(greedy actions, Q-values)`` of ``network`` as jitted functions of ``(params, cells)``, one pair per network.
 
-    Policies of the same network (every seed of a run, every evaluation) share
-    them, so each shape compiles once.
+    Policies of the same network (every seed of a run, every evaluation) share them, so each shape
+    compiles once.
     """
-    return jax.jit(lambda params, obs: network.apply(params, obs).argmax(axis=1)), jax.jit(network.apply)
+    return jax.jit(lambda params, cells: network.apply(params, cells).argmax(axis=1)), jax.jit(network.apply)
 
 
 class FlaxPolicy:
@@ -173,13 +162,17 @@ class FlaxPolicy:
         self.params = params
         self._apply, self._q_values = jitted_network(network)
 
+    def greedy(self, cells: np.ndarray) -> np.ndarray:
+        """Greedy actions for a batch of cells."""
+        return np.asarray(self._apply(self.params, cells))
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of grid observations."""
-        return np.array(self._apply(self.params, obs))
+        return self.greedy(encode(obs))
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``(batch, 5)`` Q-values of a batch of grid observations."""
-        return np.array(self._q_values(self.params, obs))
+        return np.asarray(self._q_values(self.params, encode(obs)))
 
     def save(self, path: str, arm: str, config: DQNConfig) -> None:
         """The parameters and the config as one msgpack file (``flax.serialization``; no pickled code)."""
@@ -187,27 +180,28 @@ class FlaxPolicy:
             "format": MODEL_FORMAT,
             "arm": arm,
             "config": config.to_dict(),
-            "params": flax.serialization.to_state_dict(self.params),
+            "params": flax.serialization.to_state_dict(jax.device_get(self.params)),
         }
         with open(path, "wb") as handle:
             handle.write(flax.serialization.msgpack_serialize(payload))
 
 
 class FlaxLearner(FlaxPolicy):
-    """Online and target parameters, optax state and the jitted TD update: the Flax side of the host loop.
+    """Online and target parameters, optax state and the jitted learning step: the Flax side of the host loop.
 
-    Both jitted functions compile when the learner is built, on the shapes the
-    loop uses (their first calls, whose results are dropped: they are pure),
-    and ``compile_seconds`` says how long that took.
+    The step is jitted with its state donated (XLA updates the parameters and moments in place), takes
+    the target update inside, and its loss is left on the device: the host waits for an update only
+    where it reads the parameters (acting) or the losses (logging). Both jitted functions compile
+    when the learner is built, on the shapes the loop uses, and ``compile_seconds`` says how long that took.
     """
 
     def __init__(self, config: DQNConfig) -> None:
-        network = QNetwork(tuple(config.hyperparameters.hidden_sizes))
-        params = init_params(network, jax.random.key(config.run.seed), config.params.num_cells)
+        network = make_network(config)
+        params = init_params(network, jax.random.key(config.run.seed))
         optimizer = make_optimizer(config)
-        self.state = LearnerState(params, params, optimizer.init(params))
-        self._update = make_update(network, optimizer, config)
-        self.tau = config.hyperparameters.tau
+        target = jax.tree.map(jnp.copy, params)  # its own buffers: the step donates both
+        self.state = LearnerState(params, target, optimizer.init(params), jnp.int32(0))
+        self._update = jax.jit(learn(make_loss(network, config), optimizer, config), donate_argnums=0)
         super().__init__(network, params)
         self.facts = {"jax_version": jax.__version__, "jax_devices": str(jax.devices())}
         self.facts["jax_cache"] = use_jax_compilation_cache(config.run.jax_cache)
@@ -215,26 +209,33 @@ class FlaxLearner(FlaxPolicy):
 
     def _compile(self, config: DQNConfig) -> float:
         start = time.perf_counter()
-        hyper, num_cells = config.hyperparameters, config.params.num_cells
+        hyper = config.hyperparameters
         for size in sorted({hyper.num_envs, config.params.width**2}):
-            self.act(np.zeros((size, num_cells), dtype=np.int16))
+            self.greedy(np.zeros((size, 2), dtype=CELLS_DTYPE))
         size = hyper.batch_size
-        obs = np.zeros((size, num_cells), dtype=np.int8)
+        cells = np.zeros((size, 2), dtype=CELLS_DTYPE)
         floats = np.zeros(size, dtype=np.float32)
-        jax.block_until_ready(self._update(self.state, (obs, np.zeros(size, dtype=np.int64), floats, obs, floats)))
+        batch = (cells, np.zeros(size, dtype=np.int64), floats, cells, floats)
+        self._update = self._update.lower(jax.tree.map(jnp.copy, self.state), batch).compile()
         return time.perf_counter() - start
 
-    def update(self, batch: Batch) -> float:
-        """One gradient step; bootstraps through truncation (only termination cuts the return)."""
+    def update(self, batch: Batch) -> jax.Array:
+        """One gradient step and the target's update when one is due; returns the loss, not waited for.
+
+        Bootstraps through truncation (only termination cuts the return).
+        """
         self.state, loss = self._update(self.state, batch)
         self.params = self.state.params
-        return float(loss)
+        return loss
 
-    def sync_target(self) -> None:
-        """Updates the target: a copy of the online parameters, or ``tau`` of the way towards them (Polyak)."""
-        self.state = self.state._replace(
-            target_params=updated_target(self.state.params, self.state.target_params, self.tau)
-        )
+    def read_losses(self, losses: list[jax.Array]) -> np.ndarray:
+        """The values of :meth:`update`'s losses (one copy to the host for all of them)."""
+        return np.asarray(jnp.stack(losses), dtype=np.float64)
+
+
+def make_network(config: DQNConfig) -> QNetwork:
+    """The config's Q-network."""
+    return QNetwork(tuple(config.hyperparameters.hidden_sizes), config.params.num_cells)
 
 
 def train(config: DQNConfig, trial: Any = None) -> TrainResult:
@@ -256,8 +257,8 @@ def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
     if not isinstance(payload, dict) or payload.get("format") != MODEL_FORMAT:
         raise ValueError(f"{path!r} is not a Flax DQN model written by doors-gym (no {MODEL_FORMAT!r} format tag)")
     config = DQNConfig.from_dict(payload["config"])
-    network = QNetwork(tuple(config.hyperparameters.hidden_sizes))
-    template = init_params(network, jax.random.key(0), config.params.num_cells)
+    network = make_network(config)
+    template = init_params(network, jax.random.key(0))
     try:
         params = jax.tree.map(jnp.asarray, flax.serialization.from_state_dict(template, payload["params"]))
     except (KeyError, TypeError, ValueError) as error:

@@ -7,9 +7,10 @@ The arm ``flax-scan``: ``doors-gym train --arm flax-scan --num-seeds 8`` or
 ``train`` jits ``vmap`` of both over seeds, so ``num_seeds`` seeds train in one
 compile, each from its own key (its own network init, env starts and
 exploration). The host only loops over chunks, to show progress and run greedy
-evaluations between them. The replay buffer stores env states (5 int32 each),
-not observations: the observation of a sampled batch is rebuilt by the same
-``observation`` function the env uses.
+evaluations between them. The network reads the agent's and the goal's cells
+(:mod:`doors_gym_baselines.cells`), which the scan reads off the env states: the
+replay buffer stores env states (5 int32 each), and acting and sampling take the
+cells from them, never building or searching a grid.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ from .dqn_flax import (
     QNetwork,
     cells_of_states,
     init_params,
+    learn,
     make_loss,
+    make_network,
     make_optimizer,
-    updated_target,
 )
 from .dqn_flax import load_model as load_model
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
@@ -60,7 +62,6 @@ class Buffer(NamedTuple):
     next_state: DoorsState
     terminated: jax.Array
     size: jax.Array
-    cursor: jax.Array
 
 
 class Episodes(NamedTuple):
@@ -81,10 +82,8 @@ class Runner(NamedTuple):
 
     learner: LearnerState
     env_state: DoorsState
-    obs: jax.Array
     buffer: Buffer
     episodes: Episodes
-    updates: jax.Array
     key: jax.Array
 
 
@@ -123,7 +122,8 @@ def make_train(config: DQNConfig) -> ScanTrain:
     params = config.params
     hyper = config.hyperparameters
     num_envs = hyper.num_envs
-    network = QNetwork(tuple(hyper.hidden_sizes))
+    network = make_network(config)
+    width = params.width
     optimizer = make_optimizer(config)
     epsilon_schedule = optax.linear_schedule(
         hyper.start_epsilon, hyper.end_epsilon, max(1, int(hyper.exploration_fraction * config.run.total_steps))
@@ -133,9 +133,9 @@ def make_train(config: DQNConfig) -> ScanTrain:
 
     def init(key: jax.Array) -> Runner:
         network_key, env_key, loop_key = jax.random.split(key, 3)
-        network_params = init_params(network, network_key, params.num_cells)
-        learner = LearnerState(network_params, network_params, optimizer.init(network_params))
-        obs, env_state = F.batch_reset(env_key, num_envs, params)
+        network_params = init_params(network, network_key)
+        learner = LearnerState(network_params, network_params, optimizer.init(network_params), jnp.int32(0))
+        _, env_state = F.batch_reset(env_key, num_envs, params)
         empty_states = jax.tree.map(lambda field: jnp.zeros((capacity,), field.dtype), env_state)
         buffer = Buffer(
             empty_states,
@@ -143,7 +143,6 @@ def make_train(config: DQNConfig) -> ScanTrain:
             jnp.zeros(capacity, jnp.float32),
             empty_states,
             jnp.zeros(capacity, jnp.float32),
-            jnp.int32(0),
             jnp.int32(0),
         )
         episodes = Episodes(
@@ -156,15 +155,13 @@ def make_train(config: DQNConfig) -> ScanTrain:
             jnp.zeros(window),
             jnp.int32(0),
         )
-        return Runner(learner, env_state, obs, buffer, episodes, jnp.int32(0), loop_key)
-
-    loss_function = make_loss(network, config)
+        return Runner(learner, env_state, buffer, episodes, loop_key)
 
     def select_actions(
         runner: Runner, iteration_index: jax.Array, explore_key: jax.Array, random_key: jax.Array
     ) -> jax.Array:
         epsilon = epsilon_schedule((iteration_index + 1) * num_envs)
-        greedy = network.apply(runner.learner.params, runner.obs).argmax(axis=1)
+        greedy = network.apply(runner.learner.params, cells_of_states(runner.env_state, width)).argmax(axis=1)
         random_actions = jax.random.randint(random_key, (num_envs,), 0, 5)
         explore = jax.random.uniform(explore_key, (num_envs,)) < epsilon
         return jnp.where(explore, random_actions, greedy).astype(jnp.int32)
@@ -188,10 +185,7 @@ def make_train(config: DQNConfig) -> ScanTrain:
 
     def sample(buffer: Buffer, key: jax.Array) -> tuple:
         index = jax.random.randint(key, (hyper.batch_size,), 0, jnp.maximum(buffer.size, 1))
-        # The network reads the agent and goal cells; from stored states they need no grid.
-        cells = lambda tree: cells_of_states(  # noqa: E731
-            jax.tree.map(lambda field: field[index], tree), params.width, params.num_cells
-        )
+        cells = lambda tree: cells_of_states(jax.tree.map(lambda field: field[index], tree), width)  # noqa: E731
         return (
             cells(buffer.state),
             buffer.action[index],
@@ -200,30 +194,26 @@ def make_train(config: DQNConfig) -> ScanTrain:
             buffer.terminated[index],
         )
 
-    def learn(runner: Runner, batch: tuple) -> tuple[Runner, jax.Array]:
-        learner = runner.learner
-        loss, grads = jax.value_and_grad(loss_function)(learner.params, learner.target_params, batch)
-        changes, opt_state = optimizer.update(grads, learner.opt_state, learner.params)
-        network_params = optax.apply_updates(learner.params, changes)
-        updates = runner.updates + 1
-        target = updated_target(network_params, learner.target_params, hyper.tau)
-        target_params = optax.periodic_update(target, learner.target_params, updates, hyper.target_update)
-        return runner._replace(learner=LearnerState(network_params, target_params, opt_state), updates=updates), loss
+    learning_step = learn(make_loss(network, config), optimizer, config)
+
+    def learn_batch(runner: Runner, batch: tuple) -> tuple[Runner, jax.Array]:
+        learner, loss = learning_step(runner.learner, batch)
+        return runner._replace(learner=learner), loss
 
     def update(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
-        return learn(runner, sample(runner.buffer, key))
+        return learn_batch(runner, sample(runner.buffer, key))
 
     def iteration(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, sample_key = jax.random.split(runner.key, 5)
         global_step = (iteration_index + 1) * num_envs
         epsilon = epsilon_schedule(global_step)
         actions = select_actions(runner, iteration_index, explore_key, random_key)
-        obs, env_state, reward, terminated, truncated, info = env_step(runner, actions, step_key)
+        _, env_state, reward, terminated, truncated, info = env_step(runner, actions, step_key)
         buffer = store(
             runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, iteration_index
         )
         episodes = _track(runner.episodes, reward, terminated, truncated, jax.vmap(_distance)(env_state), window)
-        runner = runner._replace(env_state=env_state, obs=obs, buffer=buffer, episodes=episodes, key=key)
+        runner = runner._replace(env_state=env_state, buffer=buffer, episodes=episodes, key=key)
 
         learn_now = (global_step > hyper.learning_starts) & (iteration_index % hyper.train_frequency == 0)
         runner, loss = jax.lax.cond(learn_now, update, lambda r, k: (r, jnp.float32(jnp.nan)), runner, sample_key)
@@ -233,7 +223,7 @@ def make_train(config: DQNConfig) -> ScanTrain:
         indices = first_iteration + jnp.arange(iterations_per_chunk)
         return jax.lax.scan(iteration, runner, indices)
 
-    pieces = Pieces(select_actions, env_step, store, sample, learn)
+    pieces = Pieces(select_actions, env_step, store, sample, learn_batch)
     return ScanTrain(init, run_chunk, network, iterations_per_chunk, pieces)
 
 
@@ -251,7 +241,7 @@ def _add(
     capacity: int,
     start: jax.Array,
 ) -> Buffer:
-    """Writes one transition per env from slot ``start``, the buffer's cursor (a ring).
+    """Writes one transition per env from slot ``start`` (a ring).
 
     When the capacity is a multiple of the batch, a batch never wraps around the
     ring and is written as one slice; otherwise slot by slot.
@@ -276,7 +266,6 @@ def _add(
         put(buffer.next_state, next_state),
         write(buffer.terminated, terminated.astype(jnp.float32)),
         jnp.minimum(buffer.size + action.shape[0], capacity),
-        (buffer.cursor + action.shape[0]) % capacity,
     )
 
 
@@ -471,7 +460,7 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
             break
     progress.close()
     last = schedule.final(global_step)
-    updates = sum(int(np.asarray(group.runner.updates).sum()) for group in groups)
+    updates = sum(int(np.asarray(group.runner.learner.updates).sum()) for group in groups)
     wall_seconds = clock() - start  # the profile below is not part of the training
     phases = {"compile": compile_seconds, "evaluation": schedule.seconds}
     method = "the scan's time, split as its compiled pieces take it when run apart"

@@ -16,27 +16,31 @@ from torch import nn
 from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
 
 from . import loop
+from .cells import HIDDEN, encode
 from .config import DQNConfig, first_line
 from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
 from .metrics import TrainResult
+from .runtime import torch_threads
 
 MODEL_FORMAT = "doors-gym-dqn"
 
 
 class QNetwork(nn.Module):
-    """MLP from the agent and goal planes to one Q-value per action.
+    """MLP from the agent's and the goal's cells to one Q-value per action.
 
-    The first layer is a linear layer over the one-hot agent and goal planes
-    (``2 * H * W`` inputs, :func:`~doors_gym_baselines.loop.encode`). A one-hot
-    input selects one weight column per plane, so it is computed as those two
-    columns: the same function and parameters, without multiplying zeros.
+    The first layer is linear over the one-hot agent and goal planes (``2 * H * W`` inputs, see
+    :mod:`~doors_gym_baselines.cells`), initialised as torch initialises ``nn.Linear``. A one-hot
+    plane selects one row of its weight, so the layer keeps its weight as contiguous rows, one per
+    plane cell (an embedding table), and adds the agent's row, the goal's row (none once the agent
+    stands on the goal) and the bias.
     """
 
     def __init__(self, num_cells: int, hidden_sizes: tuple[int, ...], num_actions: int = NUM_ACTIONS) -> None:
         super().__init__()
         self.num_cells = num_cells
-        self.register_buffer("cells", torch.arange(num_cells), persistent=False)
-        self.planes = nn.Linear(2 * num_cells, hidden_sizes[0])
+        first = nn.Linear(2 * num_cells, hidden_sizes[0])
+        self.planes_weight = nn.Parameter(first.weight.detach().t().contiguous())  # (2 * H * W, width) rows
+        self.planes_bias = nn.Parameter(first.bias.detach().clone())
         layers: list[nn.Module] = [nn.ReLU()]
         width = hidden_sizes[0]
         for hidden in hidden_sizes[1:]:
@@ -45,34 +49,46 @@ class QNetwork(nn.Module):
         layers.append(nn.Linear(width, num_actions))
         self.network = nn.Sequential(*layers)
 
+    def forward(self, cells: torch.Tensor) -> torch.Tensor:
+        """``(batch, 2)`` integer cells (agent, goal or -1) -> ``(batch, 5)`` Q-values."""
+        agent, goal = cells[:, 0].long(), cells[:, 1].long()
+        rows = self.planes_weight
+        goal_rows = rows[self.num_cells + goal.clamp(min=0)] * (goal >= 0).unsqueeze(1)
+        return self.network(rows[agent] + goal_rows + self.planes_bias)
+
+
+class GridQNetwork(nn.Module):
+    """A :class:`QNetwork` over grid observations, for the model's native torch flavour (what its users hand it).
+
+    It finds the cells as :func:`doors_gym_baselines.cells.encode` does, in torch ops that ``torch.export``
+    traces; training never uses it (the cells are found once per observation there).
+    """
+
+    def __init__(self, network: QNetwork) -> None:
+        super().__init__()
+        self.network = network
+
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """``(batch, H * W)`` integer grid observations -> ``(batch, 5)`` Q-values.
-
-        Exactly one agent cell and at most one goal cell: a sum of cell indices
-        finds them (as the Flax network does). An argmax over the masks found them
-        too, but inductor's vectorised argmax returned indices past the grid for
-        rows without a goal (the agent standing on it), and the compiled arm's
-        gather crashed.
-        """
-        agent = torch.where(obs == AGENT, self.cells, 0).sum(dim=1)
+        """``(batch, H * W)`` integer grids -> ``(batch, 5)`` Q-values."""
         is_goal = obs == GOAL
-        goal = torch.where(is_goal, self.cells, 0).sum(dim=1)
-        goal_visible = is_goal.any(dim=1, keepdim=True)  # the agent covers a reached goal
-        rows = self.planes.weight.t()
-        first = rows[agent] + rows[self.num_cells + goal] * goal_visible + self.planes.bias
-        return self.network(first)
+        agent = (obs == AGENT).to(torch.uint8).argmax(dim=1)
+        goal = torch.where(is_goal.any(dim=1), is_goal.to(torch.uint8).argmax(dim=1), HIDDEN)
+        return self.network(torch.stack([agent, goal], dim=1))
 
 
-def make_optimizer(config: DQNConfig, parameters: Any) -> torch.optim.Optimizer:
-    """Adam or SGD at the config's learning rate.
+def make_optimizer(config: DQNConfig, parameters: Any, device: torch.device) -> torch.optim.Optimizer:
+    """Adam or SGD at the config's learning rate, on torch's fused path (one kernel for every parameter).
 
-    A decaying rate is a tensor that the schedule changes in place, so a compiled
-    step reads it instead of recompiling at every new value.
+    Fused is torch's fastest optimizer path on a CPU as on a GPU (``benchmarks/update_cost.py``: one
+    update of the default network takes about a quarter less than with ``foreach``). A decaying rate
+    is a tensor that the schedule changes in place, so a compiled step reads it instead of recompiling
+    at every new value.
     """
     hyper = config.hyperparameters
     optimizer = torch.optim.Adam if hyper.optimizer == "adam" else torch.optim.SGD
     decays = hyper.lr_end_fraction < 1.0
-    return optimizer(parameters, lr=torch.tensor(hyper.learning_rate) if decays else hyper.learning_rate)
+    rate = torch.tensor(hyper.learning_rate, device=device) if decays else hyper.learning_rate
+    return optimizer(parameters, lr=rate, fused=True)
 
 
 def make_scheduler(config: DQNConfig, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
@@ -102,72 +118,90 @@ class TorchLearner:
         self.network = (network or QNetwork(num_cells, hyper.hidden_sizes)).to(self.device)
         self.target_network = QNetwork(num_cells, hyper.hidden_sizes).to(self.device)
         self.target_network.load_state_dict(self.network.state_dict())
-        self.optimizer = make_optimizer(config, self.network.parameters())
+        self.optimizer = make_optimizer(config, self.network.parameters(), self.device)
         self.scheduler = make_scheduler(config, self.optimizer)
         self.loss_function = nn.SmoothL1Loss() if hyper.loss == "huber" else nn.MSELoss()
         self.double_dqn, self.tau, self.max_grad_norm = hyper.double_dqn, hyper.tau, hyper.max_grad_norm
-
+        self.target_update = hyper.target_update
+        self.updates = 0
+        self.compile_seconds = 0.0
+        self.facts: dict[str, Any] = {
+            "torch_threads": torch.get_num_threads(),
+            "torch_version": torch.__version__,
+            "optimizer_path": "fused",
+        }
         self._greedy = self.greedy_actions
         self._step = self.gradient_step
 
+    def greedy(self, cells: np.ndarray) -> np.ndarray:
+        """Greedy actions for a batch of cells."""
+        with torch.inference_mode():
+            return self._greedy(torch.as_tensor(cells, device=self.device)).cpu().numpy()
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of grid observations."""
-        # DoorsJax-v0 hands out read-only views of JAX buffers; torch wants writable memory.
-        obs = obs if obs.flags.writeable else obs.copy()
-        with torch.no_grad():
-            return self._greedy(torch.as_tensor(obs, device=self.device)).cpu().numpy()
+        return self.greedy(encode(obs))
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``(batch, 5)`` Q-values of a batch of grid observations."""
-        obs = obs if obs.flags.writeable else obs.copy()
-        with torch.no_grad():
-            return self.network(torch.as_tensor(obs, device=self.device)).cpu().numpy()
+        with torch.inference_mode():
+            return self.network(torch.as_tensor(encode(obs), device=self.device)).cpu().numpy()
 
-    def update(self, batch: Batch) -> float:
-        """One gradient step; bootstraps through truncation (only termination cuts the return)."""
+    def update(self, batch: Batch) -> torch.Tensor:
+        """One gradient step, then the target's update when one is due; returns the loss, not waited for.
+
+        Bootstraps through truncation (only termination cuts the return).
+        """
         self.optimizer.zero_grad()  # outside the step: torch.compile does not trace it
-        loss = self._step(*(torch.as_tensor(array, device=self.device) for array in batch)).item()
+        loss = self._step(*(torch.as_tensor(array, device=self.device) for array in batch))
         if self.scheduler is not None:
             self.scheduler.step()
+        self.updates += 1
+        if self.updates % self.target_update == 0:
+            self.sync_target()
         return loss
 
-    def greedy_actions(self, obs: torch.Tensor) -> torch.Tensor:
-        """``(batch,)`` greedy actions of ``(batch, H * W)`` observations."""
-        return self.network(obs).argmax(dim=1)
+    def read_losses(self, losses: list[torch.Tensor]) -> np.ndarray:
+        """The values of :meth:`update`'s losses (one copy to the host for all of them)."""
+        return torch.stack(losses).double().cpu().numpy()
+
+    def greedy_actions(self, cells: torch.Tensor) -> torch.Tensor:
+        """``(batch,)`` greedy actions of ``(batch, 2)`` cells."""
+        return self.network(cells).argmax(dim=1)
 
     def gradient_step(
         self,
-        obs: torch.Tensor,
+        cells: torch.Tensor,
         actions: torch.Tensor,
         rewards: torch.Tensor,
-        next_obs: torch.Tensor,
+        next_cells: torch.Tensor,
         terminated: torch.Tensor,
     ) -> torch.Tensor:
         """The TD loss of a batch, its gradient and the optimizer's step (gradients zeroed before); returns the loss."""
         with torch.no_grad():
-            next_q = self.target_network(next_obs)
+            next_q = self.target_network(next_cells)
             if self.double_dqn:
-                next_actions = self.network(next_obs).argmax(dim=1, keepdim=True)
+                next_actions = self.network(next_cells).argmax(dim=1, keepdim=True)
                 next_values = next_q.gather(1, next_actions).squeeze(1)
             else:
                 next_values = next_q.max(dim=1).values
             targets = rewards + self.gamma * next_values * (1.0 - terminated)
-        values = self.network(obs).gather(1, actions[:, None]).squeeze(1)
+        values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
         loss = self.loss_function(values, targets)
         loss.backward()
         if self.max_grad_norm > 0:
-            nn.utils.clip_grad_norm_(self.network.parameters(), self.max_grad_norm)
+            nn.utils.clip_grad_norm_(self.network.parameters(), self.max_grad_norm, foreach=True)
         self.optimizer.step()
         return loss.detach()
 
     def sync_target(self) -> None:
         """Updates the target: a copy of the online network, or ``tau`` of the way towards it (Polyak)."""
-        if self.tau >= 1.0:
-            self.target_network.load_state_dict(self.network.state_dict())
-            return
         with torch.no_grad():
-            for target, online in zip(self.target_network.parameters(), self.network.parameters()):
-                target.mul_(1.0 - self.tau).add_(online, alpha=self.tau)
+            online, target = list(self.network.parameters()), list(self.target_network.parameters())
+            if self.tau >= 1.0:
+                torch._foreach_copy_(target, online)
+            else:
+                torch._foreach_lerp_(target, online, self.tau)
 
     def save(self, path: str, arm: str, config: DQNConfig) -> None:
         """The ``state_dict`` and the config (plain types) with ``torch.save``: it loads with ``weights_only``."""
@@ -180,7 +214,8 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
 
     Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the :class:`TorchLearner`.
     """
-    return loop.train(TorchLearner, __spec__.name, config, trial)
+    with torch_threads(config.run.torch_threads, config.run.device):
+        return loop.train(TorchLearner, __spec__.name, config, trial)
 
 
 def load_model(path: str, device: str = "cpu") -> tuple[str, TorchLearner, DQNConfig]:

@@ -5,16 +5,9 @@ learner as ``dqn_torch.py`` (same network, loss, optimizer and host loop, so the
 same algorithm and metrics), with its two hot functions compiled as LeanRL's
 ``dqn_torchcompile.py`` does: the whole update (forward, backward and the
 optimizer's step) in one graph, and the greedy policy with ``fullgraph=True``.
-Compilation happens before training, on a copy of the batch shapes, and is
-timed apart (the ``compile`` phase); the learner is then put back as it was.
-
-Threads: on a CPU the learner uses one intra-op thread per core this process
-may run on (measured on the 2-core development machine, batch 128: 2 threads
-beat 1 for eager and compiled updates alike, 1.38 against 1.56 ms eager and
-1.26 against 1.43 ms compiled; ``benchmarks/dqn_solve.py`` runs the eager arm
-with one thread beside the others). torch has one such setting per process,
-so it stays set after training. On a GPU the learner leaves it alone. The
-choice is recorded in the run's facts.
+Compilation happens before training, on stand-in batches of the real shapes, and
+is timed apart (the ``compile`` phase); the learner is then put back as it was.
+Threads follow the eager arm's policy (:func:`doors_gym_baselines.runtime.torch_threads`).
 """
 
 from __future__ import annotations
@@ -22,20 +15,20 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 import torch
 
-import numpy as np
-
-from doors_gym.core import AGENT, GOAL, OBS_DTYPE
-
 from . import loop
+from .cells import CELLS_DTYPE, HIDDEN
 from .config import DQNConfig
-from .devices import available_cores
 from .dqn_torch import QNetwork, TorchLearner
 from .dqn_torch import load_model  # noqa: F401  (the torch model format)
 from .loop import save_model  # noqa: F401  (save_model: this file's arm interface)
 from .metrics import TrainResult
-from .replay import CELL_DTYPE
+from .runtime import torch_threads
+
+COMPILE_MODE = "default"
+"""torch.compile's mode for both functions: the faster of the CPU modes measured (``benchmarks/update_cost.py``)."""
 
 
 class CompiledTorchLearner(TorchLearner):
@@ -43,19 +36,15 @@ class CompiledTorchLearner(TorchLearner):
 
     def __init__(self, config: DQNConfig, network: QNetwork | None = None) -> None:
         super().__init__(config, network)
-        if self.device.type == "cpu":
-            torch.set_num_threads(available_cores())
-        self.facts = {"torch_threads": torch.get_num_threads(), "torch_version": torch.__version__}
-        # Each learner compiles afresh. A process that trains learner after learner (a tuning study) would
+        self.facts["compile_mode"] = COMPILE_MODE
+        # Each learner compiles afresh: a process that trains learner after learner (a tuning study) would
         # otherwise add every new learner's guards to the same code objects until dynamo's recompile limit
-        # fails the fullgraph policy (found by the 40-trial study). The on-disk inductor cache still serves
-        # graphs it has compiled before.
+        # fails the fullgraph policy. The on-disk inductor cache still serves graphs it has compiled before.
         torch._dynamo.reset()
-        # Static shapes: the loop uses three (num_envs and W * W observations, batch_size transitions), all
-        # compiled below. With dynamic shapes, torch's duck sizing took a 225-row batch and the 225 cells for
-        # one size, and a kernel later indexed past the 450 plane rows.
-        self._step = torch.compile(self.gradient_step, dynamic=False)
-        self._greedy = torch.compile(self.greedy_actions, fullgraph=True, dynamic=False)
+        # Static shapes: the loop uses three (num_envs and W * W cells, batch_size transitions), all compiled
+        # below; a shape of its own per program is what a compiler does best with.
+        self._step = torch.compile(self.gradient_step, dynamic=False, mode=COMPILE_MODE)
+        self._greedy = torch.compile(self.greedy_actions, fullgraph=True, dynamic=False, mode=COMPILE_MODE)
         self.compile_seconds = self._compile(config)
 
     def _compile(self, config: DQNConfig) -> float:
@@ -70,17 +59,15 @@ class CompiledTorchLearner(TorchLearner):
         saved = [tensor.detach().clone() for tensor in self._parameters_in_place()]
         hyper, num_cells = config.hyperparameters, config.params.num_cells
         for size in sorted({hyper.num_envs, config.params.width**2}):
-            with torch.no_grad():
-                self._greedy(stand_in_observations(size, num_cells, torch_dtype(OBS_DTYPE), self.device))
+            with torch.inference_mode():
+                self._greedy(stand_in_cells(size, num_cells, self.device))
         batch_size = hyper.batch_size
-        obs, next_obs = (
-            stand_in_observations(batch_size, num_cells, torch_dtype(CELL_DTYPE), self.device) for _ in "ab"
-        )
+        cells, next_cells = (stand_in_cells(batch_size, num_cells, self.device) for _ in "ab")
         rewards, terminated = torch.zeros(batch_size, device=self.device), torch.zeros(batch_size, device=self.device)
         actions = torch.zeros(batch_size, dtype=torch.int64, device=self.device)
         for _ in range(2):  # the optimizer's first step initialises its state: a second graph
             self.optimizer.zero_grad()
-            self._step(obs, actions, rewards, next_obs, terminated)
+            self._step(cells, actions, rewards, next_cells, terminated)
         self.optimizer.zero_grad()
         with torch.no_grad():
             for tensor, value in zip(self._parameters_in_place(), saved):
@@ -96,17 +83,17 @@ class CompiledTorchLearner(TorchLearner):
         return [*self.network.state_dict().values(), *self.target_network.state_dict().values()]
 
 
+def stand_in_cells(size: int, num_cells: int, device: torch.device) -> torch.Tensor:
+    """``(size, 2)`` cells as the buffer stores them (an agent, and a goal or none), for compiling."""
+    cells = torch.zeros((size, 2), dtype=torch_dtype(CELLS_DTYPE), device=device)
+    cells[:, 1] = num_cells - 1
+    cells[::2, 1] = HIDDEN  # both branches of the goal's row
+    return cells
+
+
 def torch_dtype(dtype: Any) -> torch.dtype:
-    """The torch dtype of a NumPy dtype (the envs' observations, the replay buffer's cells)."""
+    """The torch dtype of a NumPy dtype."""
     return getattr(torch, np.dtype(dtype).name)
-
-
-def stand_in_observations(size: int, num_cells: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """``(size, num_cells)`` grids with an agent and a goal, for compiling on the real shapes and dtypes."""
-    obs = torch.zeros((size, num_cells), dtype=dtype, device=device)
-    obs[:, 0] = AGENT
-    obs[:, num_cells - 1] = GOAL
-    return obs
 
 
 def train(config: DQNConfig, trial: Any = None) -> TrainResult:
@@ -115,7 +102,8 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the
     :class:`CompiledTorchLearner`.
     """
-    return loop.train(CompiledTorchLearner, __spec__.name, config, trial)
+    with torch_threads(config.run.torch_threads, config.run.device):
+        return loop.train(CompiledTorchLearner, __spec__.name, config, trial)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,8 @@ import numpy as np
 
 import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import core
-from doors_gym.core import AGENT, GOAL
 
+from . import cells as cell_codes
 from .arms import arm_of
 from .config import DQNConfig
 from .evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
@@ -30,33 +30,36 @@ from .metrics import HistoryRow, Timings, TrainResult, solved_since
 from .replay import ReplayBuffer
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-"""``(obs, actions, rewards, next_obs, terminated)`` sampled from the replay buffer."""
+"""``(cells, actions, rewards, next_cells, terminated)`` sampled from the replay buffer (see :mod:`.cells`)."""
 
 
 class Learner(Protocol):
-    """What a framework brings to the host loop (its network reads :func:`encode`'s planes of the grid)."""
+    """What a framework brings to the host loop; everything the loop reads of it is declared here.
+
+    Its network reads the cells of :mod:`doors_gym_baselines.cells`, which the loop finds once per
+    observation. An update returns its loss as the framework's own scalar, without waiting for it: the
+    loop reads losses (:meth:`read_losses`) only where it logs them, so no update waits on the host.
+    """
+
+    compile_seconds: float
+    """Seconds spent compiling before training (0 for an eager learner)."""
+    facts: dict[str, Any]
+    """How the run is made (threads, devices, versions), tagged on its MLflow run."""
+
+    def greedy(self, cells: np.ndarray) -> np.ndarray:
+        """Greedy actions ``(batch,)`` for cells ``(batch, 2)``."""
 
     def act(self, obs: np.ndarray) -> np.ndarray:
-        """Greedy actions ``(batch,)`` for grid observations ``(batch, H * W)``."""
+        """Greedy actions ``(batch,)`` for grid observations ``(batch, H * W)`` (a model's public policy)."""
 
-    def update(self, batch: Batch) -> float:
-        """One gradient step on a replay batch; returns its loss."""
+    def update(self, batch: Batch) -> Any:
+        """One gradient step on a replay batch, and the target network's update when one is due; returns the loss."""
 
-    def sync_target(self) -> None:
-        """Copies the online network into the target network."""
+    def read_losses(self, losses: list[Any]) -> np.ndarray:
+        """The values of losses :meth:`update` returned, float64 (waits for them)."""
 
     def save(self, path: str, arm: str, config: DQNConfig) -> None:
         """Writes the model file (its framework's format, recognised by content)."""
-
-
-def encode(obs: np.ndarray) -> np.ndarray:
-    """The networks' input: one-hot planes of the agent and of the goal, float32 ``(..., 2 * H * W)``.
-
-    The wall plane is left out: it is the same in every observation of a layout.
-    The torch and Flax networks apply a linear layer to these planes, computed
-    as the two weight rows the one-hot planes select.
-    """
-    return np.concatenate([obs == AGENT, obs == GOAL], axis=-1).astype(np.float32)
 
 
 def make_envs(config: DQNConfig) -> gym.vector.VectorEnv:
@@ -247,21 +250,23 @@ def train(
     num_envs = hyper.num_envs
     learner = make_learner(config)
     envs = make_envs(config)
-    buffer = ReplayBuffer(hyper.buffer_size, config.params.num_cells, seed=run.seed)
+    buffer = ReplayBuffer(hyper.buffer_size, seed=run.seed)
     tracker = EpisodeTracker(num_envs, run.rolling_episodes)
     rng = np.random.default_rng(run.seed)
     progress = Progress(config.num_iterations * num_envs, f"{arm.name}", run.quiet)
+    losses = LossLog(learner, trial)
 
     def evaluate(step: int) -> tuple[Evaluation, HistoryRow]:
         evaluation = evaluate_greedy(learner.act, config.params)
         training = tracker.summary()
-        return evaluation, history_row(step, start, config.epsilon(step), losses, [evaluation], [training], [run.seed])
+        row = history_row(step, start, config.epsilon(step), losses.read(step), [evaluation], [training], [run.seed])
+        return evaluation, row
 
     obs, info = envs.reset(seed=run.seed)
+    cells = cell_codes.encode(obs)
     tracker.start(np.ones(num_envs, dtype=bool), info["distance"])
     previous_done = np.zeros(num_envs, dtype=bool)
     history: list[HistoryRow] = []
-    losses: list[float] = []
     updates = 0
     schedule = EvaluationSchedule(evaluate, history, trial, config)
     # Seconds per phase: six clock reads per vector step (about 0.1 % of a step; see Timings).
@@ -271,15 +276,16 @@ def train(
         global_step = (iteration + 1) * num_envs
         epsilon = config.epsilon(global_step)
         t0 = clock()
-        actions = learner.act(obs)
+        actions = np.array(learner.greedy(cells), dtype=np.int64)  # ours to change (a JAX result is read-only)
         explore = rng.random(num_envs) < epsilon
         actions[explore] = rng.integers(0, core.NUM_ACTIONS, int(explore.sum()))
         t1 = clock()
         next_obs, rewards, terminated, truncated, info = envs.step(actions)
         t2 = clock()
+        next_cells = cell_codes.encode(next_obs)  # once per observation: acting and the buffer share them
         # Next-step autoreset: a step that follows an episode end is a reset, not a transition.
         valid = ~previous_done
-        buffer.add(obs[valid], actions[valid], rewards[valid], next_obs[valid], terminated[valid])
+        buffer.add(cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid])
         t3 = clock()
         acting += t1 - t0
         stepping += t2 - t1
@@ -287,21 +293,17 @@ def train(
         finished = tracker.record(rewards, terminated, truncated, valid)
         tracker.start(previous_done, info["distance"])
         previous_done = terminated | truncated
-        obs = next_obs
+        cells = next_cells
 
         if global_step > hyper.learning_starts and iteration % hyper.train_frequency == 0:
             t4 = clock()
             batch = buffer.sample(hyper.batch_size)
             t5 = clock()
             # Bootstrap through truncation: only termination cuts the return (the learners' TD targets).
-            losses.append(learner.update(batch))
+            losses.add(learner.update(batch))
             updates += 1
-            if updates % hyper.target_update == 0:
-                learner.sync_target()
             buffering += t5 - t4
             updating += clock() - t5
-            if not np.isfinite(losses[-1]):
-                prune(trial, f"non-finite loss {losses[-1]} at step {global_step}")
 
         progress.update(num_envs, ret=finished[-1] if finished else float("nan"), eps=epsilon)
         if schedule.should_stop(global_step, more_to_come=iteration + 1 < config.num_iterations):
@@ -309,13 +311,41 @@ def train(
     progress.close()
     envs.close()
     last = schedule.final(global_step)
+    losses.read(global_step)
     phases = {
         "env_step": stepping,
         "action_selection": acting,
         "replay_buffer": buffering,
         "update": updating,
         "evaluation": schedule.seconds,
-        "compile": getattr(learner, "compile_seconds", 0.0),
+        "compile": learner.compile_seconds,
     }
-    figures = {"env_steps": global_step, "updates": updates, "model": learner, "losses": losses}
-    return finish(arm, config, start, history, last, phases, facts=getattr(learner, "facts", {}), **figures)
+    figures = {"env_steps": global_step, "updates": updates, "model": learner, "losses": losses.values}
+    return finish(arm, config, start, history, last, phases, facts=learner.facts, **figures)
+
+
+class LossLog:
+    """The losses of a run, read from the learner only where they are logged (no host sync per update).
+
+    :meth:`read` turns the pending losses into floats at an evaluation, prunes (or stops the run) on a
+    non-finite one, and returns every value so far.
+    """
+
+    def __init__(self, learner: Learner, trial: Any) -> None:
+        self._learner = learner
+        self._trial = trial
+        self._pending: list[Any] = []
+        self.values: list[float] = []
+
+    def add(self, loss: Any) -> None:
+        self._pending.append(loss)
+
+    def read(self, step: int) -> list[float]:
+        """Every loss so far, as floats (the pending ones read now)."""
+        if self._pending:
+            read = self._learner.read_losses(self._pending)
+            self._pending = []
+            self.values.extend(read.tolist())
+            if not np.isfinite(read).all():
+                prune(self._trial, f"non-finite loss before step {step}")
+        return self.values

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-CELL_DTYPE = np.int8
-"""Stored observations: cell codes 0..3 fit int8, half the memory of the env's int16."""
+from .cells import CELLS_DTYPE
 
 
 class ReplayBuffer:
-    """A circular buffer of transitions with int8 observations, sampled uniformly.
+    """A circular buffer of transitions, sampled uniformly; observations are stored as their cells.
 
-    Observations are stored as int8 cell codes (the env's int16 values, exactly);
-    a sample returns them so, and the networks read the same cells either way.
+    A transition's observation and next observation are their ``(agent, goal)`` cells
+    (:mod:`doors_gym_baselines.cells`), what every network reads: four bytes each instead of the grid.
     """
 
-    def __init__(self, capacity: int, num_cells: int, seed: int) -> None:
+    def __init__(self, capacity: int, seed: int) -> None:
         self.capacity = capacity
-        self.obs = np.zeros((capacity, num_cells), dtype=CELL_DTYPE)
-        self.next_obs = np.zeros((capacity, num_cells), dtype=CELL_DTYPE)
+        self.cells = np.zeros((capacity, 2), dtype=CELLS_DTYPE)
+        self.next_cells = np.zeros((capacity, 2), dtype=CELLS_DTYPE)
         self.actions = np.zeros(capacity, dtype=np.int64)
         self.rewards = np.zeros(capacity, dtype=np.float32)
         self.terminated = np.zeros(capacity, dtype=np.float32)
@@ -27,13 +26,18 @@ class ReplayBuffer:
         self._rng = np.random.default_rng(seed)
 
     def add(
-        self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray, terminated: np.ndarray
+        self,
+        cells: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        next_cells: np.ndarray,
+        terminated: np.ndarray,
     ) -> None:
         """Stores a batch of transitions (overwriting the oldest when full)."""
         count = len(actions)
         index = (self._cursor + np.arange(count)) % self.capacity
-        self.obs[index] = obs
-        self.next_obs[index] = next_obs
+        self.cells[index] = cells
+        self.next_cells[index] = next_cells
         self.actions[index] = actions
         self.rewards[index] = rewards
         self.terminated[index] = terminated
@@ -41,6 +45,12 @@ class ReplayBuffer:
         self.size = min(self.capacity, self.size + count)
 
     def sample(self, batch_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(obs, actions, rewards, next_obs, terminated)`` of ``batch_size`` random transitions."""
+        """``(cells, actions, rewards, next_cells, terminated)`` of ``batch_size`` random transitions."""
         index = self._rng.integers(0, self.size, batch_size)
-        return self.obs[index], self.actions[index], self.rewards[index], self.next_obs[index], self.terminated[index]
+        return (
+            self.cells[index],
+            self.actions[index],
+            self.rewards[index],
+            self.next_cells[index],
+            self.terminated[index],
+        )

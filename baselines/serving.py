@@ -119,11 +119,13 @@ def log_policy(result: TrainResult, seed_index: int = 0) -> str:
     if arm.framework == "torch":
         from mlflow import pytorch as mlflow_pytorch
 
+        from .dqn_torch import GridQNetwork
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # pt2 (torch.export) traces forward on the example; the batch size stays dynamic.
             mlflow_pytorch.log_model(
-                result.model.network,
+                GridQNetwork(result.model.network),
                 name="torch-model",
                 input_example=example_observations(params),
                 serialization_format="pt2",

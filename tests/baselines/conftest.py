@@ -68,10 +68,12 @@ def random_evaluation() -> evaluation.Evaluation:
 
 
 def make_fixed_batch(size: int = 128, num_cells: int = 225, seed: int = 0):
-    """A replay batch as the buffer stores it (int8): one agent and one goal per grid, except where a
-    terminated transition's next grid shows the agent on the goal (no goal code left)."""
+    """A replay batch as the buffer stores it: the cells (:mod:`doors_gym_baselines.cells`) of grids with one
+    agent and one goal, except where a terminated transition's next grid shows the agent on the goal."""
+    from doors_gym_baselines.cells import encode
+
     rng = np.random.default_rng(seed)
-    obs = np.zeros((size, num_cells), dtype=np.int8)
+    obs = np.zeros((size, num_cells), dtype=np.int16)
     next_obs = obs.copy()
     rows = np.arange(size)
     obs[rows, rng.integers(0, 15, size)] = 3
@@ -84,7 +86,7 @@ def make_fixed_batch(size: int = 128, num_cells: int = 225, seed: int = 0):
     reached = terminated.astype(bool)
     next_obs[reached] = 0
     next_obs[reached, rng.integers(0, 15, int(reached.sum()))] = 1  # the agent covers the goal
-    return obs, actions, rewards, next_obs, terminated
+    return encode(obs), actions, rewards, encode(next_obs), terminated
 
 
 @pytest.fixture

@@ -12,39 +12,37 @@ from doors_gym.core import AGENT, GOAL, DoorsParams
 from doors_gym.oracle import OraclePolicy, evaluate_oracle
 from doors_gym_baselines import evaluation as common
 from doors_gym_baselines.evaluation import EpisodeTracker
-from doors_gym_baselines.loop import encode
-from doors_gym_baselines.replay import CELL_DTYPE, ReplayBuffer
-
-NUM_CELLS = 4
+from doors_gym_baselines.cells import CELLS_DTYPE, HIDDEN, encode, planes
+from doors_gym_baselines.replay import ReplayBuffer
 
 
 def transitions(first: int, count: int):
     """``count`` distinguishable transitions numbered from ``first`` (the number is in every field)."""
     numbers = np.arange(first, first + count)
-    obs = np.repeat(numbers[:, None], NUM_CELLS, axis=1).astype(np.int8)
-    return obs, numbers.astype(np.int64), numbers.astype(np.float32), -obs, (numbers % 2).astype(np.float32)
+    cells = np.stack([numbers, numbers % 7], axis=1).astype(CELLS_DTYPE)
+    return cells, numbers.astype(np.int64), numbers.astype(np.float32), -cells, (numbers % 2).astype(np.float32)
 
 
 def test_replay_buffer_sample_shapes_and_dtypes():
-    buffer = ReplayBuffer(capacity=16, num_cells=NUM_CELLS, seed=0)
+    buffer = ReplayBuffer(capacity=16, seed=0)
     buffer.add(*transitions(1, 5))
     assert buffer.size == 5
-    obs, actions, rewards, next_obs, terminated = buffer.sample(32)
-    assert obs.shape == next_obs.shape == (32, NUM_CELLS)
-    assert obs.dtype == next_obs.dtype == CELL_DTYPE == np.int8
+    cells, actions, rewards, next_cells, terminated = buffer.sample(32)
+    assert cells.shape == next_cells.shape == (32, 2)
+    assert cells.dtype == next_cells.dtype == CELLS_DTYPE == np.int16
     assert actions.shape == rewards.shape == terminated.shape == (32,)
     assert actions.dtype == np.int64
     assert rewards.dtype == np.float32 and terminated.dtype == np.float32
     # Only stored transitions come back, each one intact.
     assert set(actions.tolist()) <= {1, 2, 3, 4, 5}
-    np.testing.assert_array_equal(obs, np.repeat(actions[:, None], NUM_CELLS, axis=1))
-    np.testing.assert_array_equal(next_obs, -obs)
+    np.testing.assert_array_equal(cells, np.stack([actions, actions % 7], axis=1))
+    np.testing.assert_array_equal(next_cells, -cells)
     np.testing.assert_array_equal(rewards, actions.astype(np.float32))
     np.testing.assert_array_equal(terminated, (actions % 2).astype(np.float32))
 
 
 def test_replay_buffer_wraps_around_and_caps_its_size():
-    buffer = ReplayBuffer(capacity=8, num_cells=NUM_CELLS, seed=0)
+    buffer = ReplayBuffer(capacity=8, seed=0)
     buffer.add(*transitions(1, 6))
     assert buffer.size == 6
     buffer.add(*transitions(7, 5))  # 11 transitions into 8 slots: 1, 2, 3 are overwritten
@@ -61,7 +59,7 @@ def test_replay_buffer_wraps_around_and_caps_its_size():
 
 
 def test_replay_buffer_sampling_is_seeded():
-    first, second, other = (ReplayBuffer(capacity=64, num_cells=NUM_CELLS, seed=seed) for seed in (3, 3, 4))
+    first, second, other = (ReplayBuffer(capacity=64, seed=seed) for seed in (3, 3, 4))
     for buffer in (first, second, other):
         buffer.add(*transitions(0, 64))
     np.testing.assert_array_equal(first.sample(16)[1], second.sample(16)[1])
@@ -111,20 +109,28 @@ def test_episode_tracker_summary_is_nan_before_the_first_episode():
     assert summary and all(math.isnan(value) for value in summary)
 
 
-def test_encode_gives_the_agent_and_goal_planes():
-    env = gym.make("Doors-v0")
-    obs, _ = env.reset(seed=5)
-    env.close()
-    num_cells = obs.shape[-1]
-    features = encode(obs)
-    assert features.shape == (2 * num_cells,)
-    assert features.dtype == np.float32
-    agent_plane, goal_plane = features[:num_cells], features[num_cells:]
-    np.testing.assert_array_equal(np.flatnonzero(agent_plane), np.flatnonzero(obs == AGENT))
-    np.testing.assert_array_equal(np.flatnonzero(goal_plane), np.flatnonzero(obs == GOAL))
-    assert agent_plane.sum() == 1 and goal_plane.sum() == 1
-    batch = np.stack([obs, obs])
-    assert encode(batch).shape == (2, 2 * num_cells)
+def test_encode_finds_the_agent_and_goal_cells_once_for_every_observation():
+    envs = gym.make_vec("Doors-v0", 8)
+    obs, _ = envs.reset(seed=5)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        cells = encode(obs)
+        assert cells.shape == (8, 2) and cells.dtype == CELLS_DTYPE
+        for row, (agent, goal) in zip(obs, cells):
+            assert row[agent] == AGENT
+            assert (goal == HIDDEN) == (GOAL not in row)
+            if goal != HIDDEN:
+                assert row[goal] == GOAL
+            # The planes the first layer is defined over: one agent cell, the goal's unless hidden.
+            features = planes(np.array([agent, goal]), row.size)
+            np.testing.assert_array_equal(np.flatnonzero(features[: row.size]), np.flatnonzero(row == AGENT))
+            np.testing.assert_array_equal(np.flatnonzero(features[row.size :]), np.flatnonzero(row == GOAL))
+        obs, *_ = envs.step(rng.integers(0, 5, 8))
+    envs.close()
+    assert encode(obs[0]).shape == (2,) and planes(encode(obs), obs.shape[1]).shape == (8, 2 * obs.shape[1])
+    terminal = np.zeros((1, 225), dtype=np.int16)
+    terminal[0, 7] = AGENT  # the agent on the goal: no goal code left
+    assert encode(terminal).tolist() == [[7, HIDDEN]]
 
 
 def test_all_start_states_covers_every_pair():

@@ -150,8 +150,13 @@ def test_add_config_arguments_has_one_flag_per_field():
 
     parser = argparse.ArgumentParser(parents=[cli.layout_parser()])
     baselines_cli.add_train_arguments(parser, ("torch-numpy", "torch-jax"))
+    from doors_gym_baselines.presets import load_preset
+
+    # No flag: the arm's tuned preset; --full: the dataclasses' defaults and the study's budget.
     defaults = parser.parse_args([])
-    assert baselines_cli.config_from_arguments(defaults) == DQNConfig()
+    assert baselines_cli.config_from_arguments(defaults) == load_preset("tuned", "torch-numpy").config()
+    full = baselines_cli.config_from_arguments(parser.parse_args(["--full"]))
+    assert full == DQNConfig().replace(total_steps=500_000, eval_every=25_000)
     args = parser.parse_args(
         [
             "--arm",

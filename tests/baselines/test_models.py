@@ -6,6 +6,7 @@ import pytest
 
 from doors_gym import cli, rendering
 from doors_gym_baselines import enjoy
+from doors_gym_baselines.cells import encode
 
 FLAX_SCAN_SEEDS = 2
 
@@ -27,14 +28,15 @@ def observations() -> np.ndarray:
 
 
 def torch_q_values(network, observations):
+    """The network's Q-values for grid observations (the networks read the grids' cells)."""
     import torch
 
     with torch.no_grad():
-        return network(torch.as_tensor(observations)).numpy()
+        return network(torch.as_tensor(encode(observations))).numpy()
 
 
 def flax_q_values(network, params, observations):
-    return np.asarray(network.apply(params, observations))
+    return np.asarray(network.apply(params, encode(observations)))
 
 
 def test_torch_save_load_gives_identical_q_values(trained, observations, tmp_path):

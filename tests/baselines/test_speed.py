@@ -42,30 +42,26 @@ def test_compiled_torch_update_equals_the_eager_one(settings, fixed_batch):
     graphs = counters["stats"]["unique_graphs"]
     for step in range(3):
         batch = fixed_batch(seed=step)
-        eager_loss, compiled_loss = eager.update(batch), compiled.update(batch)
+        eager_loss, compiled_loss = float(eager.update(batch)), float(compiled.update(batch))
         assert compiled_loss == pytest.approx(eager_loss, rel=1e-5, abs=1e-7)
         for name, value in eager.network.state_dict().items():
             np.testing.assert_allclose(compiled.network.state_dict()[name].numpy(), value.numpy(), rtol=1e-4, atol=1e-6)
     assert counters["stats"]["unique_graphs"] == graphs  # compiled before training: nothing recompiles
-    eager.sync_target()
-    compiled.sync_target()
-    for obs in (fixed_batch(size=225)[0], fixed_batch(size=16)[3]):  # with and without goals
-        obs = obs.astype(np.int16)
-        np.testing.assert_array_equal(compiled.act(obs), eager.act(obs))
-        np.testing.assert_allclose(compiled.q_values(obs), eager.q_values(obs), rtol=1e-5, atol=1e-6)
+    for cells in (fixed_batch(size=225)[0], fixed_batch(size=16)[3]):  # with and without goals
+        np.testing.assert_array_equal(compiled.greedy(cells), eager.greedy(cells))
 
 
 @pytest.mark.slow
-def test_compiled_learners_one_after_another_never_hit_the_recompile_limit(monkeypatch):
+def test_compiled_learners_one_after_another_never_hit_the_recompile_limit():
     # A tuning study builds learner after learner of other shapes in one process: each compiles afresh.
     torch = pytest.importorskip("torch")
     from doors_gym_baselines.dqn_torch_compile import CompiledTorchLearner
 
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)  # one learner compiles two of each
-    for width, batch_size in ((32, 32), (48, 64), (64, 32)):
-        config = DQNConfig.of(batch_size=batch_size, num_envs=8, hidden_sizes=(width,), seed=0)
-        learner = CompiledTorchLearner(config)
-        assert learner.act(np.zeros((8, 225), dtype=np.int16)).shape == (8,)
+    with torch._dynamo.config.patch(recompile_limit=2):  # one learner compiles two of each
+        for width, batch_size in ((32, 32), (48, 64), (64, 32)):
+            config = DQNConfig.of(batch_size=batch_size, num_envs=8, hidden_sizes=(width,), seed=0)
+            learner = CompiledTorchLearner(config)
+            assert learner.greedy(np.zeros((8, 2), dtype=np.int16)).shape == (8,)
 
 
 DEVICES_SCRIPT = textwrap.dedent("""
