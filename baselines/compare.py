@@ -99,9 +99,8 @@ class CompareOptions:
         return list(range(self.first_seed, self.first_seed + self.seeds))
 
 
-def arm_config(options: CompareOptions, arm_name: str, run: RunSettings | None = None) -> tuple[DQNConfig, str]:
+def arm_config(options: CompareOptions, arm: Arm, run: RunSettings | None = None) -> tuple[DQNConfig, str]:
     """The config an arm trains with, and where its hyperparameters come from."""
-    arm = get_arm(arm_name)
     config, preset = options.preset_config(arm.name, run)
     return arm.configure(config), preset.label
 
@@ -137,6 +136,7 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[report.SeedRun]
                 curve=curve,
                 phases={name: value / len(seeds) for name, value in result.timings.as_dict().items()},
                 updates=result.updates // len(seeds),
+                env_steps=result.env_steps // len(seeds),
             )
         )
     return runs
@@ -174,16 +174,37 @@ def best_seed(runs: Sequence[report.SeedRun]) -> int:
     return max(range(len(runs)), key=scores.__getitem__)
 
 
-def run_arm(options: CompareOptions, arm_name: str, run: RunSettings | None = None) -> report.ArmRuns:
-    """Trains one arm over every seed (one run per seed, or all seeds in one run); per-seed figures."""
+def run_arm(options: CompareOptions, arm: Arm, run: RunSettings | None = None) -> list[report.ArmRuns]:
+    """Trains one arm over every seed, one seed per run, as every arm does; per-seed figures.
+
+    An arm that can train seeds together (under one ``vmap``) also trains them all in one run: a row of
+    its own, its figures per seed, never the arm's row (a run of ten seeds is other work than ten runs).
+    """
+    config, origin = arm_config(options, arm, run)
+    seeds = options.seed_list
+    per_seed, models = train_groups(options, arm, config, origin, [[seed] for seed in seeds])
+    if models:
+        from .serving import register_champion
+
+        champion, model_uri = models[best_seed([run for run, _ in models])]
+        version = register_champion(arm, model_uri)
+        print(f"  {arm.name}: seed {champion.seed} registered as version {version} of doors-{arm.name}@champion")
+    rows = [report.ArmRuns(arm=arm, hyperparameters=origin, config=config, seeds=tuple(per_seed))]
+    if arm.seeds_in_one_run and len(seeds) > 1:
+        together, _ = train_groups(options, arm, config, origin, [seeds])
+        rows.append(report.ArmRuns(arm, origin, config, tuple(together), seeds_in_one_run=len(seeds)))
+    return rows
+
+
+def train_groups(
+    options: CompareOptions, arm: Arm, config: DQNConfig, origin: str, groups: list[list[int]]
+) -> tuple[list[report.SeedRun], list[tuple[report.SeedRun, str]]]:
+    """Trains ``arm`` once per group of seeds (finished runs reused); each seed's figures, and each run's
+    best seed with its logged model."""
     import mlflow
 
-    arm = get_arm(arm_name)
-    config, origin = arm_config(options, arm_name, run)
-    seeds = options.seed_list
-    groups = [seeds] if arm.seeds_in_one_run else [[seed] for seed in seeds]
     per_seed: list[report.SeedRun] = []
-    models: list[tuple[report.SeedRun, str]] = []  # each run's best seed and its logged model
+    models: list[tuple[report.SeedRun, str]] = []
     for group in groups:
         group_config = config.replace(seed=group[0], num_seeds=len(group))
         cache = _cache_path(options, arm, group)
@@ -221,13 +242,7 @@ def run_arm(options: CompareOptions, arm_name: str, run: RunSettings | None = No
             + ", ".join(f"{seed.rolling_reward:.3f}" for seed in figures),
             flush=True,
         )
-    if models:
-        from .serving import register_champion
-
-        champion, model_uri = models[best_seed([run for run, _ in models])]
-        version = register_champion(arm, model_uri)
-        print(f"  {arm.name}: seed {champion.seed} registered as version {version} of doors-{arm.name}@champion")
-    return report.ArmRuns(arm=arm, hyperparameters=origin, config=config, seeds=tuple(per_seed))
+    return per_seed, models
 
 
 @dataclasses.dataclass
@@ -269,9 +284,9 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
                 }
             )
             results = []
-            for arm in options.arms:
-                print(f"{arm}: training {options.seeds} seeds", flush=True)
-                results.append(run_arm(options, arm, run))
+            for arm in map(get_arm, options.arms):
+                print(f"{arm.name}: training {options.seeds} seeds", flush=True)
+                results += run_arm(options, arm, run)
             rows = report.summarise_all(results)
             oracle = report.oracle_row(base.params)
             table = report.markdown_table(rows, oracle, base, report.machine_line())
@@ -281,11 +296,12 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
             for row in rows:
                 mlflow.log_metrics(
                     {
-                        f"{row.arm}.rolling_reward_mean": row.rolling_reward.mean,
-                        **{f"{row.arm}.{name}_iqm": value.iqm for name, value in row.intervals.items()},
-                        f"{row.arm}.greedy_success_rate_mean": row.greedy_success_rate.mean,
-                        f"{row.arm}.wall_seconds_total": row.wall_seconds_total,
-                        **{f"{row.arm}.seconds_{name}": value for name, value in row.phases.items()},
+                        f"{row.key}.rolling_reward_mean": row.rolling_reward.mean,
+                        **{f"{row.key}.{name}_iqm": value.iqm for name, value in row.intervals.items()},
+                        f"{row.key}.greedy_success_rate_mean": row.greedy_success_rate.mean,
+                        f"{row.key}.wall_seconds_total": row.wall_seconds_total,
+                        f"{row.key}.env_steps_per_second": row.env_steps_per_second,
+                        **{f"{row.key}.seconds_{name}": value for name, value in row.phases.items()},
                     }
                 )
             mlflow.log_metric("compare_wall_seconds", time.perf_counter() - start)

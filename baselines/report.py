@@ -73,6 +73,8 @@ class SeedRun:
     """Seconds of each phase of the run (see :class:`~doors_gym_baselines.metrics.Timings`), this seed's share."""
     updates: int = 0
     """Gradient updates of this seed."""
+    env_steps: int = 0
+    """Env steps of this seed."""
 
     @property
     def solved(self) -> bool:
@@ -92,12 +94,34 @@ class SeedRun:
 
 @dataclasses.dataclass(frozen=True)
 class ArmRuns:
-    """Every seed of one arm in a comparison, and where its hyperparameters came from."""
+    """Every seed of one arm in a comparison, and where its hyperparameters came from.
+
+    ``seeds_in_one_run`` is 0 when each seed trained in a run of its own (every arm's row), else the
+    number of seeds one run trained together (a row of its own, its figures per seed).
+    """
 
     arm: Arm
     hyperparameters: str
     config: DQNConfig
     seeds: tuple[SeedRun, ...]
+    seeds_in_one_run: int = 0
+
+    @property
+    def key(self) -> str:
+        """The row's name in CSVs and MLflow metrics: the arm's, with ``-together`` for seeds in one run."""
+        return f"{self.arm.name}-together" if self.seeds_in_one_run else self.arm.name
+
+    @property
+    def label(self) -> str:
+        """The row's label in tables and plots."""
+        if self.seeds_in_one_run:
+            return f"{self.arm.label}, {self.seeds_in_one_run} seeds in one run (per seed)"
+        return self.arm.label
+
+    @property
+    def short_label(self) -> str:
+        """The row's name in the terminal table."""
+        return f"{self.arm.name} x{self.seeds_in_one_run} in one run" if self.seeds_in_one_run else self.arm.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +148,10 @@ class Summary:
     label: str
     hyperparameters: str
     seeds: int
+    key: str
+    """The row's name in CSVs and MLflow metrics (see :attr:`ArmRuns.key`)."""
+    short_label: str
+    seeds_in_one_run: int
     solved: int
     """Seeds solved at the end."""
     solved_ever: int
@@ -144,6 +172,8 @@ class Summary:
     """Mean seconds per seed of each phase."""
     ms_per_update: float = math.nan
     """Milliseconds of the update phase per gradient update."""
+    env_steps_per_second: float = math.nan
+    """Env steps per second of wall time, over every seed."""
     speedup_vs_torch_numpy: float | None = None
     """The reference arm's total wall time over this arm's."""
     speedup_to_solved: float | None = None
@@ -151,7 +181,8 @@ class Summary:
 
     def csv_row(self) -> dict[str, Any]:
         """The row of ``compare.csv``."""
-        row = {name: getattr(self, name) for name in ("arm", "label", "hyperparameters", "budget", "seeds", "solved")}
+        names = ("arm", "key", "label", "hyperparameters", "budget", "seeds", "seeds_in_one_run", "solved")
+        row = {name: getattr(self, name) for name in names}
         row.update(solved_ever=self.solved_ever, wall_seconds_total=self.wall_seconds_total)
         for name in ("wall_seconds", *FIGURES):
             spread = getattr(self, name)
@@ -166,6 +197,7 @@ class Summary:
                 interval.high,
             )
         row["ms_per_update"] = self.ms_per_update
+        row["env_steps_per_second"] = self.env_steps_per_second
         row.update({f"seconds_{name}": self.phases.get(name, math.nan) for name in PHASES})
         return row
 
@@ -177,11 +209,15 @@ def summarise(runs: ArmRuns) -> Summary:
     solved_times = all_times[np.isfinite(all_times)]
     intervals = {"seconds_to_solved": iqm_interval(np.where(np.isnan(all_times), math.inf, all_times))}
     intervals.update({name: iqm_interval([getattr(seed, name) for seed in seeds]) for name in INTERVAL_FIGURES})
+    wall = sum(seed.wall_seconds for seed in seeds)
     return Summary(
         arm=runs.arm.name,
-        label=runs.arm.label,
+        label=runs.label,
         hyperparameters=runs.hyperparameters,
         seeds=len(seeds),
+        key=runs.key,
+        short_label=runs.short_label,
+        seeds_in_one_run=runs.seeds_in_one_run,
         solved=sum(seed.solved for seed in seeds),
         solved_ever=int(solved_times.size),
         wall_seconds_total=float(sum(seed.wall_seconds for seed in seeds)),
@@ -191,6 +227,7 @@ def summarise(runs: ArmRuns) -> Summary:
         budget=describe_budget(runs.config),
         phases={name: float(np.mean([seed.phases.get(name, math.nan) for seed in seeds])) for name in PHASES},
         ms_per_update=ms_per_update(seeds),
+        env_steps_per_second=sum(seed.env_steps for seed in seeds) / wall if wall > 0 else math.nan,
         **{name: Spread.of([getattr(seed, name) for seed in seeds]) for name in FIGURES},
     )
 
@@ -216,7 +253,7 @@ def describe_budget(config: DQNConfig) -> str:
 def summarise_all(results: Sequence[ArmRuns]) -> list[Summary]:
     """Every arm's summary, with its speed-ups over the reference arm (wall time, and IQM time to solved)."""
     rows = [summarise(runs) for runs in results]
-    reference = next((row for row in rows if row.arm == REFERENCE_ARM.name), None)
+    reference = next((row for row in rows if row.key == REFERENCE_ARM.name), None)
 
     def to_solved(row: Summary) -> float | None:
         if reference is None:
@@ -259,20 +296,21 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNCon
     """The comparison as Markdown: ours (IQM [95 % CI] over seeds), the oracle, the study's published figures."""
     head = (
         "| arm | hyperparameters | budget | solved at the end | s to solved | speed-up to solved "
-        "| greedy success | greedy step reward | rolling reward | wall s per seed |"
+        "| greedy success | greedy step reward | rolling reward | wall s per seed | env steps/s |"
     )
-    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         speedup = "-" if row.speedup_to_solved is None else f"{row.speedup_to_solved:.1f}x"
         figures = row.intervals
         lines.append(
             f"| {row.label} | {row.hyperparameters} | {row.budget} | {row.solved}/{row.seeds} "
             f"| {figures['seconds_to_solved']:.1f} | {speedup} | {figures['greedy_success_rate']:.3f} "
-            f"| {figures['greedy_step_reward']:.3f} | {figures['rolling_reward']:.3f} | {row.wall_seconds:.1f} |"
+            f"| {figures['greedy_step_reward']:.3f} | {figures['rolling_reward']:.3f} | {row.wall_seconds:.1f} "
+            f"| {row.env_steps_per_second:,.0f} |"
         )
     lines.append(
         f"| oracle (shortest paths) | - | - | - | - | - | {oracle['greedy_success_rate']:.3f} "
-        f"| {oracle['greedy_step_reward']:.3f} | {oracle['rolling_reward']:.3f} | - |"
+        f"| {oracle['greedy_step_reward']:.3f} | {oracle['rolling_reward']:.3f} | - | - |"
     )
     published = [
         "",
@@ -282,7 +320,7 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNCon
         "| ours: wall s per seed |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    ours = {row.arm: row for row in rows}
+    ours = {row.key: row for row in rows}
     reference_seconds = REFERENCE_ARM.study.wall_seconds
     for arm in _published_arms():
         mine = ours.get(arm.name)
@@ -298,8 +336,10 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNCon
         f"training episodes. Solved: greedy success >= {SOLVED_SUCCESS * 100:g} % and rolling reward >= "
         f"{SOLVED_ROLLING_REWARD}. s to solved: wall seconds, compile included, to the evaluation from which a seed "
         "stayed solved through the hold-out window to the end of its run; a seed that did not counts as ∞ (never), "
-        "not dropped. Speed-up to solved: torch x Doors-v0's IQM over the arm's. Wall s per seed: mean ± sd; "
-        "flax-scan trains its seeds together under one vmap, its s per seed is the total divided by the seeds."
+        f"not dropped. Speed-up to solved: {REFERENCE_ARM.label}'s IQM over the row's. Wall s per seed: mean ± sd. "
+        "Every arm trains one seed per run; a row of seeds trained together in one run (under one vmap) is "
+        "that run's figures per seed (its wall time and times to solved divided by its seeds), other work than "
+        "the arm's row."
     )
     breakdown = [
         "",
@@ -324,13 +364,14 @@ def terminal_table(rows: Sequence[Summary], oracle: dict[str, float]) -> str:
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     table.add_column("arm", no_wrap=True)
-    for header in ("solved", "s to solved\n[95 % CI]", "speed-up", "greedy\nsuccess", "rolling\nreward", "s per\nseed",
-                   "ms per\nupdate"):
+    headers = ("solved", "s to solved\n[95 % CI]", "speed-up", "greedy\nsuccess", "rolling\nreward", "s per\nseed",
+               "ms per\nupdate", "env\nsteps/s")
+    for header in headers:
         table.add_column(header, justify="right", no_wrap=True)
     for row in rows:
         figures = row.intervals
         table.add_row(
-            row.arm,
+            row.short_label,
             f"{row.solved}/{row.seeds}",
             f"{figures['seconds_to_solved']:.1f}",
             "-" if row.speedup_to_solved is None else f"{row.speedup_to_solved:.1f}x",
@@ -338,25 +379,29 @@ def terminal_table(rows: Sequence[Summary], oracle: dict[str, float]) -> str:
             f"{figures['rolling_reward'].iqm:.3f}",
             f"{row.wall_seconds.mean:.1f}",
             "-" if math.isnan(row.ms_per_update) else f"{row.ms_per_update:.2f}",
+            "-" if math.isnan(row.env_steps_per_second) else f"{row.env_steps_per_second / 1000:,.0f}k",
         )
     table.add_row(
-        "oracle", "-", "-", "-", f"{oracle['greedy_success_rate']:.3f}", f"{oracle['rolling_reward']:.3f}", "-", "-"
+        "oracle", "-", "-", "-", f"{oracle['greedy_success_rate']:.3f}", f"{oracle['rolling_reward']:.3f}", "-", "-", "-"
     )
     console = Console(file=io.StringIO(), width=TERMINAL_WIDTH, color_system=None, force_terminal=False)
     console.print(table)
     notes = (
         "IQM over seeds; s to solved: wall seconds, compile included, to the evaluation from which a seed stayed "
         f"solved (∞: never), with its 95 % bootstrap CI; speed-up: {REFERENCE_ARM.name}'s s to solved over the "
-        "arm's; s per seed: mean wall time (an arm that trains its seeds in one run: the run over its seeds)."
+        "arm's; s per seed: mean wall time; xN in one run: N seeds trained together in one run, its figures "
+        "per seed."
     )
     return console.file.getvalue().rstrip() + "\n" + textwrap.fill(notes, width=TERMINAL_WIDTH)
 
 
 CSV_COLUMNS = (
     "arm",
+    "key",
     "label",
     "hyperparameters",
     "seeds",
+    "seeds_in_one_run",
     "solved",
     "solved_ever",
     "wall_seconds_total",
@@ -369,6 +414,7 @@ CSV_COLUMNS = (
     "speedup_vs_torch_numpy",
     "speedup_to_solved",
     "ms_per_update",
+    "env_steps_per_second",
     *(f"seconds_{name}" for name in PHASES),
 )
 
@@ -382,12 +428,18 @@ def write_csv(rows: list[Summary], oracle: dict[str, float], path: pathlib.Path)
             values = row.csv_row()
             writer.writerow({key: "" if values.get(key) is None else values[key] for key in CSV_COLUMNS})
         writer.writerow(
-            {"arm": "oracle", "label": "oracle (shortest paths)", **{f"{key}_mean": v for key, v in oracle.items()}}
+            {
+                "arm": "oracle",
+                "key": "oracle",
+                "label": "oracle (shortest paths)",
+                **{f"{key}_mean": v for key, v in oracle.items()},
+            }
         )
         for arm in _published_arms():
             writer.writerow(
                 {
                     "arm": f"published:{arm.name}",
+                    "key": f"published:{arm.name}",
                     "label": arm.study.label,
                     "seeds": 1,
                     "rolling_reward_mean": arm.study.rolling_reward,
@@ -399,13 +451,13 @@ def write_csv(rows: list[Summary], oracle: dict[str, float], path: pathlib.Path)
 
 def write_seed_csv(results: Sequence[ArmRuns], path: pathlib.Path) -> None:
     """``compare_seeds.csv``: one row per arm and seed."""
-    columns = ("arm", "seed", "wall_seconds", "seconds_to_solved", *FIGURES)
+    columns = ("arm", "key", "seed", "wall_seconds", "seconds_to_solved", "env_steps", "updates", *FIGURES)
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         for runs in results:
             for seed in runs.seeds:
-                writer.writerow({"arm": runs.arm.name, **{key: getattr(seed, key) for key in columns[1:]}})
+                writer.writerow({"arm": runs.arm.name, "key": runs.key, **{key: getattr(seed, key) for key in columns[2:]}})
 
 
 def arm_color(arm: Arm) -> Any:
@@ -444,9 +496,17 @@ def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: path
             values = np.array([[getattr(point, key) for point in curve[:length]] for curve in curves], dtype=float)
             keep = ~np.isnan(values).all(axis=0)  # points where no seed had finished a training episode yet
             values, point_seconds = values[:, keep], seconds[keep]
-            label = runs.arm.label + (f" ({len(curves)} seeds in one run)" if runs.arm.seeds_in_one_run else "")
             color = arm_color(runs.arm)
-            axis.plot(point_seconds, np.nanmean(values, axis=0), marker="o", markersize=3, label=label, color=color)
+            style = "--" if runs.seeds_in_one_run else "-"  # the same arm, seeds together: its colour, dashed
+            axis.plot(
+                point_seconds,
+                np.nanmean(values, axis=0),
+                marker="o",
+                markersize=3,
+                label=runs.label,
+                color=color,
+                linestyle=style,
+            )
             axis.fill_between(
                 point_seconds, np.nanmin(values, axis=0), np.nanmax(values, axis=0), alpha=0.2, color=color
             )

@@ -48,6 +48,7 @@ from . import report, tracking
 from .arms import ARMS, get_arm
 from .config import DQNConfig, Hyperparameters, RunSettings, check_at_least, field
 from .metrics import HistoryRow, seconds_to_solved
+from .presets import TO_SOLVED
 from .search import (
     DEFAULT_OBJECTIVE,
     describe_score,
@@ -60,9 +61,6 @@ from .search import (
 
 DEFAULT_STORAGE = "sqlite:///optuna.db"
 DEFAULT_EXPERIMENT = "doors-gym-tune"
-DEFAULT_TOTAL_STEPS = 200_000
-DEFAULT_EVAL_EVERY = 10_000
-DEFAULT_HOLD_OUT_STEPS = 20_000
 TUNING_SEED = 0
 """First training seed of the tuning trials; ``compare`` trains on other seeds (100 and up)."""
 TUNING_SEEDS = 10
@@ -74,9 +72,9 @@ FINISHED = ("COMPLETE", "PRUNED")
 
 
 TUNING_RUN = RunSettings(
-    total_steps=DEFAULT_TOTAL_STEPS,
-    eval_every=DEFAULT_EVAL_EVERY,
-    hold_out_steps=DEFAULT_HOLD_OUT_STEPS,
+    total_steps=TO_SOLVED["total_steps"],
+    eval_every=TO_SOLVED["eval_every"],
+    hold_out_steps=TO_SOLVED["hold_out_steps"],
     seed=TUNING_SEED,
     quiet=True,
 )

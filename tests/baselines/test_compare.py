@@ -42,27 +42,35 @@ def test_compare_writes_the_table_csvs_and_plot(tiny_compare) -> None:
     for published in ("0.73", "22.5 min", "0.64", "0.71", "2.3 min"):
         assert published in table
     rows = list(csv.DictReader(paths["csv"].open()))
-    assert [row["arm"] for row in rows] == [
+    # Every arm one seed per run; the seeds an arm can train together, also in one run: a row of its own.
+    assert [row["key"] for row in rows] == [
         "torch-numpy",
         "flax-scan",
+        "flax-scan-together",
         "oracle",
         "published:torch-numpy",
         "published:flax-numpy",
         "published:flax-jax",
     ]
+    assert [row["seeds_in_one_run"] for row in rows[:3]] == ["0", "0", "2"]
+    assert "Flax + JAX env, one jitted scan, 2 seeds in one run (per seed)" in table
     assert float(rows[0]["speedup_vs_torch_numpy"]) == pytest.approx(1.0)
     for name in ("seconds_to_solved", "greedy_success_rate", "greedy_step_reward", "rolling_reward"):
         low, iqm, high = (float(rows[0][f"{name}_{stat}"]) for stat in ("ci_low", "iqm", "ci_high"))
         assert low <= iqm <= high, name
     assert rows[0]["budget"] == "2k steps, eval every 1k"
-    assert float(rows[2]["greedy_step_reward_mean"]) == pytest.approx(0.7762, abs=1e-3)
+    assert float(rows[3]["greedy_step_reward_mean"]) == pytest.approx(0.7762, abs=1e-3)
+    assert all(float(row["env_steps_per_second"]) > 0 for row in rows[:3])
     seeds = list(csv.DictReader(paths["seeds_csv"].open()))
-    assert [(row["arm"], int(row["seed"])) for row in seeds] == [
+    assert [(row["key"], int(row["seed"])) for row in seeds] == [
         ("torch-numpy", 100),
         ("torch-numpy", 101),
         ("flax-scan", 100),
         ("flax-scan", 101),
+        ("flax-scan-together", 100),
+        ("flax-scan-together", 101),
     ]
+    assert all(int(row["env_steps"]) == 2_000 for row in seeds)  # per seed, whichever way it trained
     assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -72,12 +80,12 @@ def test_compare_summary_is_the_mean_spread_and_iqm_of_the_seeds(tiny_compare) -
     _, outcome = tiny_compare
     seeds = list(csv.DictReader(outcome.paths["seeds_csv"].open()))
     for row in outcome.rows:
-        values = [float(seed["rolling_reward"]) for seed in seeds if seed["arm"] == row.arm]
+        values = [float(seed["rolling_reward"]) for seed in seeds if seed["key"] == row.key]
         assert row.rolling_reward.mean == pytest.approx(sum(values) / len(values))
         assert row.intervals["rolling_reward"].iqm == pytest.approx(trim_mean(values, 0.25))
         assert row.seeds == 2 and row.wall_seconds_total > 0
         # A seed that is not solved counts as never solved: with half the seeds unsolved the IQM is infinite.
-        times = [float(seed["seconds_to_solved"]) for seed in seeds if seed["arm"] == row.arm]
+        times = [float(seed["seconds_to_solved"]) for seed in seeds if seed["key"] == row.key]
         unsolved = sum(time != time for time in times)
         assert (row.intervals["seconds_to_solved"].iqm == float("inf")) == (unsolved >= 1)
 
@@ -89,7 +97,9 @@ def test_compare_is_logged_to_mlflow(tiny_compare) -> None:
     children = client.search_runs(
         [experiment.experiment_id], f"tags.mlflow.parentRunId = '{outcome.run_id}'", max_results=100
     )
-    assert sorted(run.data.tags["arm"] for run in children) == ["flax-scan", "torch-numpy", "torch-numpy"]
+    names = sorted(run.info.run_name for run in children)
+    assert names == ["flax-scan-seed100", "flax-scan-seed101", "flax-scan-seeds100-101", "torch-numpy-seed100",
+                     "torch-numpy-seed101"]  # fmt: skip
     for run in children:
         assert client.get_metric_history(run.info.run_id, "rolling_reward")[-1].step == 2_000
         assert run.data.params["total_steps"] == "2000"
@@ -123,7 +133,7 @@ def test_tuned_presets_are_the_default_and_full_follows_the_study() -> None:
 def test_bad_options_name_the_flag() -> None:
     with pytest.raises(ValueError, match=r"arms=\('torch-numpy', 'torch-numpy'\)|repeats an arm"):
         compare.CompareOptions(arms=("torch-numpy", "torch-numpy"))
-    with pytest.raises(ValueError, match=r"preset='slow' is neither one of \['tuned', 'quick', 'full'\] nor a file"):
+    with pytest.raises(ValueError, match=r"preset='slow' is neither one of \['tuned', 'shared', 'quick', 'full'\] nor"):
         compare.CompareOptions(preset="slow")
     with pytest.raises(ValueError, match="first_seed=0 is out of range"):
         compare.CompareOptions(first_seed=0)
@@ -201,8 +211,9 @@ def test_compare_registers_each_arms_best_seed_as_champion(tiny_compare) -> None
     scan_runs = client.search_runs(
         [client.get_experiment_by_name(options.experiment).experiment_id], "tags.arm = 'flax-scan'"
     )
-    names = sorted(run.info.run_name for run in scan_runs)
-    assert names == ["flax-scan-seed100", "flax-scan-seed101", "flax-scan-seeds100-101"], names
-    for run in scan_runs:
-        if run.info.run_name != "flax-scan-seeds100-101":
-            assert run.data.metrics["greedy_step_reward"] >= 0 and "final_solved" in run.data.metrics
+    # Seeds trained together: their run, and a nested run per seed under it.
+    together = next(run for run in scan_runs if run.info.run_name == "flax-scan-seeds100-101")
+    nested = [run for run in scan_runs if run.data.tags.get("mlflow.parentRunId") == together.info.run_id]
+    assert sorted(run.info.run_name for run in nested) == ["flax-scan-seed100", "flax-scan-seed101"]
+    for run in nested:
+        assert run.data.metrics["greedy_step_reward"] >= 0 and "final_solved" in run.data.metrics

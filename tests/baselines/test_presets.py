@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from doors_gym_baselines import compare, presets
-from doors_gym_baselines.arms import ARMS
+from doors_gym_baselines.arms import ARMS, get_arm
 from doors_gym_baselines.config import Hyperparameters, RunSettings
 
 
@@ -34,7 +34,7 @@ def test_a_written_preset_reads_back_and_trains_the_same_config(tmp_path: pathli
     assert (config.run.total_steps, config.run.eval_every, config.run.hold_out_steps) == (50_000, 5_000, 10_000)
     assert preset.label == "tuned (s, trial 3)".replace("tuned", str(path))
     # compare trains a file preset as given, for every arm it is asked for.
-    trained, origin = compare.arm_config(compare.CompareOptions(preset=str(path)), "flax-jax")
+    trained, origin = compare.arm_config(compare.CompareOptions(preset=str(path)), get_arm("flax-jax"))
     assert trained.hyperparameters == hyperparameters and trained.run.env_id == "DoorsJax-v0" and origin == preset.label
 
 
@@ -63,7 +63,7 @@ def test_a_missing_tuned_preset_says_how_to_make_one(tmp_path: pathlib.Path, mon
     monkeypatch.setattr(presets, "HYPERPARAMS_DIR", tmp_path)
     with pytest.raises(ValueError, match=r"arm 'flax-jax' has no tuned preset .*doors-gym tune --arm flax-jax"):
         presets.load_preset("tuned", "flax-jax")
-    with pytest.raises(ValueError, match=r"preset='fast' is neither one of \['tuned', 'quick', 'full'\] nor a file"):
+    with pytest.raises(ValueError, match=r"preset='fast' is neither one of \['tuned', 'shared', 'quick', 'full'\] nor a file"):
         presets.load_preset("fast", "flax-jax")
 
 
