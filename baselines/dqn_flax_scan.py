@@ -15,10 +15,8 @@ cells from them, never building or searching a grid.
 
 from __future__ import annotations
 
-import concurrent.futures
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -352,52 +350,76 @@ def seed_devices(requested: int | None, num_seeds: int) -> list[jax.Device]:
     return available[:count]
 
 
-class SeedGroup(NamedTuple):
-    """The seeds one device trains: its runner (stacked over its seeds) and its compiled chunk."""
+XLA_CPU_OPTIONS = {"xla_backend_optimization_level": 2}
+"""XLA's options for the arm's programs on a CPU: LLVM's optimisation level 2 instead of 3 compiles them in
+about half the time and runs them as fast (``benchmarks/dqn_solve.py`` measures both); other platforms
+keep XLA's defaults."""
 
-    device: jax.Device
+
+class SeedLayout(NamedTuple):
+    """How a run's seeds lie on its devices: the same number on each (the last device's spare slots train
+    copies of the last seed, whose results are dropped), so that one program serves every device."""
+
+    mesh: jax.sharding.Mesh
     seeds: list[int]
-    runner: Runner
-    chunk: Callable[[Runner, jax.Array], tuple[Runner, dict]]
-    compile_seconds: float
+    per_device: int
+
+    @property
+    def slot_seeds(self) -> list[int]:
+        """The seed of every slot: the run's seeds, then copies of the last one."""
+        slots = self.per_device * self.mesh.size
+        return self.seeds + [self.seeds[-1]] * (slots - len(self.seeds))
+
+    def seeds_per_device(self) -> list[int]:
+        """How many of the run's own seeds each device trains."""
+        return [max(0, min(self.per_device, len(self.seeds) - index * self.per_device)) for index in range(self.mesh.size)]
 
 
-def split_seeds(seeds: list[int], count: int) -> list[list[int]]:
-    """``seeds`` in ``count`` contiguous groups whose sizes differ by one at most."""
-    size, extra = divmod(len(seeds), count)
-    bounds = np.cumsum([0] + [size + (index < extra) for index in range(count)])
-    return [seeds[bounds[index] : bounds[index + 1]] for index in range(count)]
+def seed_layout(requested: int | None, seeds: list[int]) -> SeedLayout:
+    """``seeds`` over :func:`seed_devices`, the same number on each device."""
+    devices = seed_devices(requested, len(seeds))
+    return SeedLayout(jax.sharding.Mesh(np.array(devices), ("seeds",)), seeds, -(-len(seeds) // len(devices)))
 
 
-def prepare_group(parts: ScanTrain, device: jax.Device, seeds: list[int]) -> SeedGroup:
-    """Compiles ``init`` and the chunk for ``seeds`` on ``device`` (ahead of time, timed) and inits the runner."""
-    start = time.perf_counter()
-    keys = jax.device_put(jax.vmap(jax.random.key)(jnp.asarray(seeds)), device)
-    runner = jax.jit(jax.vmap(parts.init)).lower(keys).compile()(keys)
-    lowered = jax.jit(jax.vmap(parts.run_chunk, in_axes=(0, None)), donate_argnums=0).lower(runner, jnp.int32(0))
-    chunk = lowered.compile()
-    return SeedGroup(device, seeds, runner, chunk, time.perf_counter() - start)
+def compile_run(parts: ScanTrain, layout: SeedLayout) -> tuple[Runner, Callable]:
+    """``(runner, chunk)``: the initial runner, and the chunk traced and compiled once for every device.
+
+    Each is ``shard_map`` of the ``vmap`` over one device's seeds: every device runs the program a single
+    device would run for its seeds, all at once, and XLA compiles it once (not once per device).
+    """
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    seeds, shared = PartitionSpec("seeds"), PartitionSpec()
+    mesh = layout.mesh
+    options = XLA_CPU_OPTIONS if mesh.devices.flat[0].platform == "cpu" else {}
+    keys = jax.device_put(jax.vmap(jax.random.key)(jnp.asarray(layout.slot_seeds)), NamedSharding(mesh, seeds))
+
+    def per_device(function: Callable, in_specs: Any, out_specs: Any) -> Callable:
+        # The chunk's loss is per seed only once learning starts: no check that values vary along the mesh.
+        return jax.shard_map(function, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+
+    init = jax.jit(per_device(jax.vmap(parts.init), seeds, seeds)).lower(keys).compile(compiler_options=options)
+    runner = init(keys)
+    chunk_function = per_device(jax.vmap(parts.run_chunk, in_axes=(0, None)), (seeds, shared), (seeds, seeds))
+    lowered = jax.jit(chunk_function, donate_argnums=0).lower(runner, jnp.int32(0))
+    return runner, lowered.compile(compiler_options=options)
 
 
-def stack(trees: list[Any]) -> Any:
-    """Pytrees stacked over seeds, from every group, as one pytree on the host."""
-    if len(trees) == 1:
-        return trees[0]
-    return jax.tree.map(lambda *leaves: np.concatenate([np.asarray(leaf) for leaf in leaves]), *trees)
+def on_host(tree: Any, count: int) -> Any:
+    """The first ``count`` seeds of a pytree stacked over seed slots, as NumPy arrays."""
+    return jax.tree.map(lambda leaf: np.asarray(leaf)[:count], tree)
 
 
 def train(config: DQNConfig, trial: Any = None) -> TrainResult:
-    """Trains ``config.run.num_seeds`` seeds in compiled ``vmap``s, one per device; figures are means over seeds.
+    """Trains ``config.run.num_seeds`` seeds in compiled ``vmap``s over the devices; figures are means over seeds.
 
-    The seeds split into one group per device of :func:`seed_devices`; every
-    device runs the program a single device would run for its group, and the
-    groups' chunks are dispatched together, so they run at once. A seed computes
-    what it computes alone to float tolerance: its group's program has another
-    batch shape, and XLA does not promise bitwise equal results across batch
-    shapes (on AVX-512 CPUs they agreed bit for bit, on AVX2 they drift at the 7th
-    digit; ``tests/baselines/test_speed.py`` holds them to 1e-5). Each row's ``per_seed`` holds
-    each seed's figures; ``result.model`` is a :class:`ScanModel` (the network
-    and parameters stacked over seeds).
+    The seeds spread over the devices of :func:`seed_devices` (:func:`seed_layout`), and one program
+    compiled once runs every device's share at once (:func:`compile_run`). A seed computes what it
+    computes alone to float tolerance: its device's program has another batch shape, and XLA does not
+    promise bitwise equal results across batch shapes (on AVX-512 CPUs they agreed bit for bit, on AVX2
+    they drift at the 7th digit; ``tests/baselines/test_speed.py`` holds them to 1e-5). Each row's
+    ``per_seed`` holds each seed's figures; ``result.model`` is a :class:`ScanModel` (the network and
+    parameters stacked over seeds).
     """
     start = time.perf_counter()
     clock = time.perf_counter
@@ -405,79 +427,69 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     config = arm.configure(config)
     run = config.run
     jax_cache = use_jax_compilation_cache(run.jax_cache)
-    num_envs = config.hyperparameters.num_envs
+    num_envs, num_seeds = config.hyperparameters.num_envs, run.num_seeds
     parts = make_train(config)
-    devices = seed_devices(run.devices, run.num_seeds)
-    seeds = [run.seed + index for index in range(run.num_seeds)]
-    # One thread per device: XLA compiles and runs without the GIL, so the devices work at once.
-    pool = concurrent.futures.ThreadPoolExecutor(len(devices))
-    groups = list(pool.map(partial(prepare_group, parts), devices, split_seeds(seeds, len(devices))))
+    seeds = [run.seed + index for index in range(num_seeds)]
+    layout = seed_layout(run.devices, seeds)
+    runner, chunk = compile_run(parts, layout)
     compile_seconds = clock() - start
-    progress = Progress(
-        config.num_iterations * num_envs * run.num_seeds, f"{arm.name} x {run.num_seeds} seeds", run.quiet
-    )
+    progress = Progress(config.num_iterations * num_envs * num_seeds, f"{arm.name} x {num_seeds} seeds", run.quiet)
     history: list[HistoryRow] = []
     losses: list[float] = []
     first = iterations = 0
     scanning = 0.0
 
-    def learner_params() -> Any:
-        return stack([group.runner.learner.params for group in groups])
-
     def evaluate(step: int) -> tuple[Evaluation, HistoryRow]:
-        params = learner_params()
-        evaluations = [
-            evaluate_greedy(seed_policy(parts.network, params, i).act, config.params) for i in range(run.num_seeds)
-        ]
-        training = rolling_figures(stack([group.runner.episodes for group in groups]))
+        params = on_host(runner.learner.params, num_seeds)
+        evaluations = [evaluate_greedy(seed_policy(parts.network, params, i).act, config.params) for i in range(num_seeds)]
+        training = rolling_figures(on_host(runner.episodes, num_seeds))
         row = history_row(step, start, config.epsilon(step), losses, evaluations, training, seeds)
         return Evaluation.mean(evaluations), row
 
     schedule = EvaluationSchedule(evaluate, history, trial, config)
     while first < config.num_iterations:
-        t0 = clock()  # the groups' chunks are dispatched together, then awaited
-        offset = np.int32(first)  # host data: each group moves it to its own device
-        outputs = list(pool.map(lambda group: jax.block_until_ready(group.chunk(group.runner, offset)), groups))
-        groups = [group._replace(runner=runner) for group, (runner, _) in zip(groups, outputs)]
-        metrics = stack([chunk_metrics for _, chunk_metrics in outputs])
+        t0 = clock()
+        runner, metrics = chunk(runner, np.int32(first))
+        metrics = on_host(metrics, num_seeds)  # waits for the chunk
         scanning += clock() - t0
-        learned = np.asarray(metrics["learned"])[0]  # the same iterations learn in every seed
-        chunk_losses = np.asarray(metrics["loss"])[:, learned]
+        learned = metrics["learned"][0]  # the same iterations learn in every seed
+        chunk_losses = metrics["loss"][:, learned]
         if not np.isfinite(chunk_losses).all():
             prune(trial, f"non-finite loss before step {(first + parts.iterations_per_chunk) * num_envs}")
         losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
         done_iterations = min(first + parts.iterations_per_chunk, config.num_iterations)
         iterations += parts.iterations_per_chunk
         global_step = done_iterations * num_envs
-        rolling = [figures.rolling_reward for figures in rolling_figures(stack([g.runner.episodes for g in groups]))]
+        rolling = [figures.rolling_reward for figures in rolling_figures(on_host(runner.episodes, num_seeds))]
         progress.update(
-            (done_iterations - first) * num_envs * run.num_seeds,
+            (done_iterations - first) * num_envs * num_seeds,
             rolling=float(np.nanmean(rolling)) if not np.isnan(rolling).all() else float("nan"),
-            eps=float(np.asarray(metrics["epsilon"])[0, -1]),
+            eps=float(metrics["epsilon"][0, -1]),
         )
         first += parts.iterations_per_chunk
         if schedule.should_stop(global_step, more_to_come=first < config.num_iterations):
             break
     progress.close()
     last = schedule.final(global_step)
-    updates = sum(int(np.asarray(group.runner.learner.updates).sum()) for group in groups)
+    updates = int(on_host(runner.learner.updates, num_seeds).sum())
     wall_seconds = clock() - start  # the profile below is not part of the training
     phases = {"compile": compile_seconds, "evaluation": schedule.seconds}
     method = "the scan's time, split as its compiled pieces take it when run apart"
-    model = ScanModel(parts.network, learner_params())
+    model = ScanModel(parts.network, on_host(runner.learner.params, num_seeds))
     if run.profile:
-        largest = max(groups, key=lambda group: len(group.seeds))
-        per_seed_updates = updates // run.num_seeds
-        phases.update(split_scan_time(parts, largest.runner, scanning, iterations, per_seed_updates))
+        first_device = layout.mesh.devices.flat[0]
+        device_runner = jax.tree.map(lambda leaf: jax.device_put(leaf[: layout.per_device], first_device), runner)
+        phases.update(split_scan_time(parts, device_runner, scanning, iterations, updates // num_seeds))
     else:
         method = "profile off: the scan's time is in other"
     facts = {
         "jax_version": jax.__version__,
-        "devices": [str(group.device) for group in groups],
-        "seeds_per_device": [len(group.seeds) for group in groups],
+        "devices": [str(device) for device in layout.mesh.devices.flat],
+        "seeds_per_device": layout.seeds_per_device(),
         "jax_cache": jax_cache,
+        "xla_options": XLA_CPU_OPTIONS if layout.mesh.devices.flat[0].platform == "cpu" else {},
     }
-    figures = {"env_steps": global_step * run.num_seeds, "updates": updates, "model": model, "losses": losses}
+    figures = {"env_steps": global_step * num_seeds, "updates": updates, "model": model, "losses": losses}
     return finish(arm, config, start, history, last, phases, method, wall_seconds, facts=facts, **figures)
 
 

@@ -116,12 +116,13 @@ def test_seeds_spread_over_devices_compute_what_they_compute_alone(isa):
 
 def test_a_device_count_beyond_the_devices_names_the_range():
     pytest.importorskip("flax")
-    from doors_gym_baselines.dqn_flax_scan import seed_devices, split_seeds
+    from doors_gym_baselines.dqn_flax_scan import SeedLayout, seed_devices
 
     with pytest.raises(ValueError, match=r"devices=99 is out of range: expected 1\.\."):
         seed_devices(99, 4)
-    assert split_seeds([1, 2, 3, 4, 5], 2) == [[1, 2, 3], [4, 5]]
-    assert split_seeds([7], 1) == [[7]]
+    mesh = __import__("jax").sharding.Mesh(np.array(seed_devices(1, 1) * 2), ("seeds",))  # two slots' worth
+    layout = SeedLayout(mesh, [1, 2, 3, 4, 5], per_device=3)
+    assert layout.slot_seeds == [1, 2, 3, 4, 5, 5] and layout.seeds_per_device() == [3, 2]
 
 
 @pytest.mark.parametrize(("arm", "env_id"), [("torch", "Doors-v0"), ("flax", "DoorsJax-v0")])

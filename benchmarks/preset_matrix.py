@@ -1,0 +1,114 @@
+"""Every arm trained with every arm's tuned preset: the presets are each arm's best, not its search's luck.
+
+The algorithm is the same in every arm, so every study's winner is a candidate for every arm. This trains
+each arm with each candidate (the committed ``baselines/hyperparams/<arm>.yml``, read before any is
+rewritten) on ``--seeds`` tuning seeds, with the candidate's budget (it stops once solved through its
+hold-out window), and scores each training as tuning does (wall seconds to solved, compile included; an
+unsolved training scores its wall time plus the penalty). Run from the repository root with nothing else
+running::
+
+    python benchmarks/preset_matrix.py                 # the matrix, to benchmarks/results/tuning/matrix.md
+    python benchmarks/preset_matrix.py --write         # ... and each arm's preset becomes its best candidate
+
+Trainings alternate (seed, arm, candidate), so load from elsewhere falls on every cell alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import statistics
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from _timing import machine_line, markdown_table  # noqa: E402
+
+from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
+from doors_gym_baselines.config import Hyperparameters  # noqa: E402
+from doors_gym_baselines.devices import prepare_host_devices  # noqa: E402
+from doors_gym_baselines.metrics import seconds_to_solved  # noqa: E402
+from doors_gym_baselines.presets import load_preset, tuned_path, write_preset  # noqa: E402
+from doors_gym_baselines.search import objective_score  # noqa: E402
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "tuning"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="tuning seeds (default 0 1 2)")
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS), help="arms (rows and candidates)")
+    parser.add_argument("--write", action="store_true", help="make each arm's preset its best candidate")
+    parser.add_argument("--out", type=pathlib.Path, default=RESULTS / "matrix", help="files' path stem")
+    args = parser.parse_args(argv)
+    prepare_host_devices()
+    candidates = {name: load_preset("tuned", name) for name in args.arms}
+    scores: dict[tuple[str, str], list[float]] = {(arm, cand): [] for arm in args.arms for cand in candidates}
+    solved: dict[tuple[str, str], list[bool]] = {key: [] for key in scores}
+    for seed in args.seeds:
+        for arm_name in args.arms:
+            arm = get_arm(arm_name)
+            for candidate, preset in candidates.items():
+                config = arm.configure(preset.config().replace(seed=seed, quiet=True, profile=False))
+                result = arm.train(config)
+                score = objective_score("time-to-solved", result.history, config.run, final=True)
+                scores[(arm_name, candidate)].append(score)
+                solved[(arm_name, candidate)].append(
+                    math.isfinite(seconds_to_solved(result.history, config.run.hold_out_steps))
+                )
+                print(f"seed {seed} {arm_name} x {candidate}'s preset: {score:.1f} s", flush=True)
+    means = {key: statistics.mean(values) for key, values in scores.items()}
+    best = {arm: min(candidates, key=lambda cand, arm=arm: means[(arm, cand)]) for arm in args.arms}
+    header = ["arm \\ preset of", *candidates, "best"]
+    rows = []
+    for arm in args.arms:
+        cells = []
+        for cand in candidates:
+            text = f"{means[(arm, cand)]:.1f} ({sum(solved[(arm, cand)])}/{len(args.seeds)})"
+            cells.append(f"**{text}**" if cand == best[arm] else text)
+        rows.append([arm, *cells, best[arm]])
+    text = "\n".join(
+        [
+            f"# `python benchmarks/preset_matrix.py{' --write' if args.write else ''}`",
+            "",
+            f"Mean time-to-solved score (s; solved seeds in brackets) of each arm (row) trained with each arm's "
+            f"tuned preset (column) on tuning seeds {', '.join(map(str, args.seeds))}; an unsolved training "
+            f"scores its wall time plus the penalty ({machine_line()}). Bold: the row's best, its shipped preset.",
+            "",
+            markdown_table(header, rows),
+            "",
+        ]
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".md").write_text(text)
+    payload = {
+        "seeds": args.seeds,
+        "scores": {f"{arm} x {cand}": values for (arm, cand), values in scores.items()},
+        "best": best,
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
+    print(text)
+    if args.write:
+        for arm, cand in best.items():
+            preset = candidates[cand]
+            origin = {
+                **preset.study,
+                "chosen_for": arm,
+                "matrix": {
+                    "candidate_of": cand,
+                    "seeds": args.seeds,
+                    "scores": [round(score, 3) for score in scores[(arm, cand)]],
+                    "mean": round(means[(arm, cand)], 3),
+                },
+            }
+            origin.pop("written", None)
+            run = load_preset("tuned", cand).config().run
+            write_preset(tuned_path(arm), Hyperparameters(**preset.hyperparameters), run, origin)
+            print(f"wrote {tuned_path(arm)}: {cand}'s preset")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
