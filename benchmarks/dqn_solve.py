@@ -17,7 +17,7 @@ hold-out window it was tuned with, on ``--seed`` (100 by default: not a tuning
 seed); its time to solved is then the time to the evaluation from which it
 stayed solved through the hold-out window. Wall time counts everything,
 compilation included. Besides every registered arm it
-runs ``torch-numpy`` with one intra-op thread (to tell the thread setting's
+runs ``torch-numpy`` with two intra-op threads (to tell the thread policy's
 share from the compiler's), and ``flax-scan`` with 1 and with 8 seeds (one group
 per device, all cores) over the whole budget, solved or not, for the cost of
 seeds in one run at equal budgets, and ``flax-scan`` with JAX's persistent
