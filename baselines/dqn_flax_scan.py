@@ -350,12 +350,6 @@ def seed_devices(requested: int | None, num_seeds: int) -> list[jax.Device]:
     return available[:count]
 
 
-XLA_CPU_OPTIONS = {"xla_backend_optimization_level": 2}
-"""XLA's options for the arm's programs on a CPU: LLVM's optimisation level 2 instead of 3 compiles them in
-about half the time and runs them as fast (``benchmarks/dqn_solve.py`` measures both); other platforms
-keep XLA's defaults."""
-
-
 class SeedLayout(NamedTuple):
     """How a run's seeds lie on its devices: the same number on each (the last device's spare slots train
     copies of the last seed, whose results are dropped), so that one program serves every device."""
@@ -391,18 +385,17 @@ def compile_run(parts: ScanTrain, layout: SeedLayout) -> tuple[Runner, Callable]
 
     seeds, shared = PartitionSpec("seeds"), PartitionSpec()
     mesh = layout.mesh
-    options = XLA_CPU_OPTIONS if mesh.devices.flat[0].platform == "cpu" else {}
     keys = jax.device_put(jax.vmap(jax.random.key)(jnp.asarray(layout.slot_seeds)), NamedSharding(mesh, seeds))
 
     def per_device(function: Callable, in_specs: Any, out_specs: Any) -> Callable:
         # The chunk's loss is per seed only once learning starts: no check that values vary along the mesh.
         return jax.shard_map(function, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
 
-    init = jax.jit(per_device(jax.vmap(parts.init), seeds, seeds)).lower(keys).compile(compiler_options=options)
+    init = jax.jit(per_device(jax.vmap(parts.init), seeds, seeds)).lower(keys).compile()
     runner = init(keys)
     chunk_function = per_device(jax.vmap(parts.run_chunk, in_axes=(0, None)), (seeds, shared), (seeds, seeds))
     lowered = jax.jit(chunk_function, donate_argnums=0).lower(runner, jnp.int32(0))
-    return runner, lowered.compile(compiler_options=options)
+    return runner, lowered.compile()
 
 
 def on_host(tree: Any, count: int) -> Any:
@@ -487,7 +480,6 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
         "devices": [str(device) for device in layout.mesh.devices.flat],
         "seeds_per_device": layout.seeds_per_device(),
         "jax_cache": jax_cache,
-        "xla_options": XLA_CPU_OPTIONS if layout.mesh.devices.flat[0].platform == "cpu" else {},
     }
     figures = {"env_steps": global_step * num_seeds, "updates": updates, "model": model, "losses": losses}
     return finish(arm, config, start, history, last, phases, method, wall_seconds, facts=facts, **figures)
