@@ -20,7 +20,7 @@ from typing import Any
 from doors_gym.extras import require
 
 from .config import DQNConfig, check_choice
-from .devices import prepare_host_devices
+from .runtime import prepare_host_devices
 
 FRAMEWORK_STACKS = {"torch": ("torch",), "flax": ("jax", "flax", "optax")}
 """The modules each framework's arms import (a missing one is named with its extra)."""

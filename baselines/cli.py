@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from doors_gym import cli as doors_cli
@@ -25,7 +26,7 @@ from . import flags
 from .arms import ARMS, get_arm
 from .compare import CompareOptions
 from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings
-from .devices import prepare_host_devices
+from . import runtime
 from .presets import RUN_FIELDS, PresetOptions, load_preset
 from .tracking import TrackOptions, track_training
 from .tuning import TRIAL_RUN_FIELDS_OFF_THE_CLI, TUNING_RUN, TuneOptions
@@ -105,12 +106,8 @@ COMMANDS = {
 
 
 def add_commands(commands: Any, layout: argparse.ArgumentParser) -> None:
-    """Adds ``train``, ``enjoy``, ``tune`` and ``compare`` to the ``doors-gym`` subparsers.
-
-    Before anything starts JAX, it asks for one CPU device per core (see :mod:`.devices`), so that
-    the fully jitted arm can spread its seeds over them whichever arm runs first.
-    """
-    prepare_host_devices()
+    """Adds ``train``, ``enjoy``, ``tune`` and ``compare`` to the ``doors-gym`` subparsers (nothing else:
+    each command makes its process-wide settings when it runs, see :mod:`.runtime`)."""
     for name, (help_line, description, takes_layout, add_arguments) in COMMANDS.items():
         parser = commands.add_parser(
             name, parents=[layout] if takes_layout else [], help=help_line, description=description
@@ -145,6 +142,19 @@ def config_from_arguments(args: argparse.Namespace) -> DQNConfig:
     return arm.configure(config.replace(**typed) if typed else config)
 
 
+def in_command(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``handler`` run inside :func:`doors_gym_baselines.runtime.command`: a command's process-wide settings
+    are made when it runs, never when the parser is built."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        with runtime.command():
+            return handler(args)
+
+    return run
+
+
+@in_command
 def run_train(args: argparse.Namespace) -> int:
     """``doors-gym train``: one arm, in-process; the save path is checked before training starts."""
     arm = get_arm(args.arm)
@@ -178,6 +188,7 @@ def check_writable(path: pathlib.Path) -> None:
         raise ValueError(f"save={str(path)!r} cannot be written: {error.strerror or error}") from None
 
 
+@in_command
 def run_enjoy(args: argparse.Namespace) -> int:
     """``doors-gym enjoy``: greedy episodes of a saved model."""
     from .enjoy import describe, enjoy
@@ -187,6 +198,7 @@ def run_enjoy(args: argparse.Namespace) -> int:
     return 0
 
 
+@in_command
 def run_tune(args: argparse.Namespace) -> int:
     """``doors-gym tune``: one worker of an Optuna study."""
     from .tuning import describe, tune
@@ -198,6 +210,7 @@ def run_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+@in_command
 def run_compare(args: argparse.Namespace) -> int:
     """``doors-gym compare``: every arm over several seeds, the table and the plot."""
     from .compare import compare
@@ -244,7 +257,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m doors_gym_baselines``: the baselines' ``doors-gym`` commands."""
-    prepare_host_devices()
     return doors_cli.run(build_parser(), sys.argv[1:] if argv is None else argv)
 
 

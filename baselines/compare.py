@@ -258,13 +258,13 @@ class Outcome:
 
 def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
     """Runs the comparison over ``run`` (layout and machinery); writes the tables and the plot, logs to MLflow."""
-    import mlflow
-
     out = pathlib.Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     base = DQNConfig(run=run or RunSettings())  # the layout: the oracle's row and the table's notes
     with tracking.quiet_mlflow():
+        import mlflow
+
         tracking.connect(options.tracking_uri, options.experiment)
         with mlflow.start_run(
             run_name=options.run_name,

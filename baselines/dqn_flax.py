@@ -25,7 +25,7 @@ from doors_gym.core import NUM_ACTIONS
 from . import loop
 from .cells import CELLS_DTYPE, HIDDEN, encode
 from .config import DQNConfig, first_line
-from .devices import use_jax_compilation_cache
+from .runtime import jax_compilation_cache
 from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
 from .metrics import TrainResult
 
@@ -204,7 +204,7 @@ class FlaxLearner(FlaxPolicy):
         self._update = jax.jit(learn(make_loss(network, config), optimizer, config), donate_argnums=0)
         super().__init__(network, params)
         self.facts = {"jax_version": jax.__version__, "jax_devices": str(jax.devices())}
-        self.facts["jax_cache"] = use_jax_compilation_cache(config.run.jax_cache)
+        self.facts["jax_cache"] = jax.config.jax_compilation_cache_dir  # the run's (see train)
         self.compile_seconds = self._compile(config)
 
     def _compile(self, config: DQNConfig) -> float:
@@ -243,7 +243,8 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
 
     Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the :class:`FlaxLearner`.
     """
-    return loop.train(FlaxLearner, __spec__.name, config, trial)
+    with jax_compilation_cache(config.run.jax_cache):
+        return loop.train(FlaxLearner, __spec__.name, config, trial)
 
 
 def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:

@@ -30,7 +30,7 @@ from doors_gym.jax import functional as F
 
 from .arms import arm_of
 from .config import DQNConfig
-from .devices import use_jax_compilation_cache
+from .runtime import jax_compilation_cache
 from .dqn_flax import (
     FlaxPolicy,
     LearnerState,
@@ -337,7 +337,7 @@ class ScanModel:
 def seed_devices(requested: int | None, num_seeds: int) -> list[jax.Device]:
     """The devices seeds spread over: ``requested`` of them, else one per device up to the seeds.
 
-    On a CPU the devices are cores, as many as :func:`doors_gym_baselines.devices.prepare_host_devices`
+    On a CPU the devices are cores, as many as :func:`doors_gym_baselines.runtime.prepare_host_devices`
     made before JAX started; on a GPU they are the GPUs.
     """
     available = jax.local_devices()
@@ -414,12 +414,17 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     ``per_seed`` holds each seed's figures; ``result.model`` is a :class:`ScanModel` (the network and
     parameters stacked over seeds).
     """
+    with jax_compilation_cache(config.run.jax_cache) as jax_cache:
+        return train_seeds(config, trial, jax_cache)
+
+
+def train_seeds(config: DQNConfig, trial: Any, jax_cache: str | None) -> TrainResult:
+    """:func:`train` with JAX's compilation cache in ``jax_cache`` (None: none)."""
     start = time.perf_counter()
     clock = time.perf_counter
     arm = arm_of(__spec__.name, config.run.env_id)
     config = arm.configure(config)
     run = config.run
-    jax_cache = use_jax_compilation_cache(run.jax_cache)
     num_envs, num_seeds = config.hyperparameters.num_envs, run.num_seeds
     parts = make_train(config)
     seeds = [run.seed + index for index in range(num_seeds)]

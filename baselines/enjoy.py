@@ -36,12 +36,12 @@ def load_policy(
     """
     text = str(path)
     if text.startswith(URI_SCHEMES):
-        import mlflow
+        with tracking.quiet_mlflow(), tempfile.TemporaryDirectory() as folder:
+            import mlflow
 
-        from .serving import download_model_file
+            from .serving import download_model_file
 
-        mlflow.set_tracking_uri(tracking.tracking_uri(tracking_uri))
-        with tempfile.TemporaryDirectory() as folder:
+            mlflow.set_tracking_uri(tracking.tracking_uri(tracking_uri))
             arm, model, config = load_model(download_model_file(text, folder))
     else:
         arm, model, config = load_model(path)

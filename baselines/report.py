@@ -482,12 +482,10 @@ def log_seconds_axis(axis: Any) -> None:
 
 def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: pathlib.Path) -> None:
     """Rolling and greedy per-step reward against wall-clock seconds: mean over seeds, min-max band."""
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    figure = Figure(figsize=(12, 4.5))  # a figure of its own: no pyplot, no backend chosen for the process
+    axes = figure.subplots(1, 2, sharey=True)
     for runs in results:
         curves = [seed.curve for seed in runs.seeds]
         length = min(len(curve) for curve in curves)
@@ -535,7 +533,6 @@ def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: path
     figure.suptitle("DQN on Doors-v0: mean over seeds, band = min to max")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
-    plt.close(figure)
 
 
 def write_all(
@@ -572,14 +569,13 @@ def breakdown_table(rows: Sequence[Summary]) -> str:
 def plot_breakdown(rows: Sequence[Summary], path: pathlib.Path) -> None:
     """Where each arm's wall time per seed goes: one stacked bar per arm."""
     import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(11, 0.6 * len(rows) + 2))
+    figure = Figure(figsize=(11, 0.6 * len(rows) + 2))
+    axis = figure.subplots()
     labels = [row.label for row in rows]
     left = np.zeros(len(rows))
-    colors = plt.get_cmap("Set2")  # not tab10: that palette is the arms' (their tick labels)
+    colors = matplotlib.colormaps["Set2"]  # not tab10: that palette is the arms' (their tick labels)
     for index, name in enumerate(PHASES):
         values = np.array([row.phases.get(name, 0.0) for row in rows], dtype=float)
         values = np.nan_to_num(values)
@@ -597,7 +593,6 @@ def plot_breakdown(rows: Sequence[Summary], path: pathlib.Path) -> None:
     axis.grid(axis="x", alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
-    plt.close(figure)
 
 
 STUDY_PLOTS = ("optimization_history", "param_importances", "contour")
@@ -609,10 +604,7 @@ def log_study_plots(study: Any) -> list[str]:
     Returns the artifact paths written. A plot that cannot be drawn yet (too
     few complete trials) is replaced by a ``.txt`` artifact saying why.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # Optuna's plots draw with pyplot, on whichever backend it picks
     import mlflow
     import optuna
     import optuna.visualization as plotly_plots
@@ -679,10 +671,7 @@ def write_study_summary(study: Any, folder: str | pathlib.Path) -> dict[str, pat
     counts by state, the parameter importances) and the history and importance plots (PNG); returns the paths."""
     import json
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # Optuna's plots draw with pyplot, on whichever backend it picks
     import optuna
     import optuna.visualization.matplotlib as matplotlib_plots
 

@@ -1,7 +1,7 @@
 """Trained agents as MLflow models: one ``pyfunc`` interface for every arm, served over HTTP by MLflow.
 
 :func:`log_policy` logs an arm's model file as an MLflow ``pyfunc`` model, from
-code (``pyfunc_entry.py``): MLflow runs that small file to load it, so nothing
+code (``pyfunc_entry.py``, which holds the model's class): MLflow runs that file to load it, so nothing
 is unpickled: the weights are the arm's own file (a torch archive read with
 ``weights_only=True``, or Flax msgpack parameters with the network's config).
 ``mlflow.pyfunc.load_model(uri).predict(obs)`` takes a batch of grid
@@ -18,10 +18,7 @@ import tempfile
 import warnings
 from typing import Any
 
-import mlflow
-import mlflow.pyfunc
 import numpy as np
-import pandas as pd
 
 import doors_gym
 from doors_gym import core
@@ -47,6 +44,8 @@ def registered_name(arm: Any) -> str:
 
 def register_champion(arm: Any, model_uri: str) -> int:
     """Registers ``model_uri`` as a new version of ``doors-<arm>`` and points its ``champion`` alias at it."""
+    import mlflow
+
     client = mlflow.MlflowClient()
     # MLflow 3 keeps a run's models apart from its artifacts: register the logged model itself (models:/m-<id>),
     # which a runs:/ URI resolves to, instead of letting the registry warn that the run has no such artifact.
@@ -56,27 +55,6 @@ def register_champion(arm: Any, model_uri: str) -> int:
         version = mlflow.register_model(source, registered_name(arm))
     client.set_registered_model_alias(registered_name(arm), CHAMPION, version.version)
     return int(version.version)
-
-
-class DoorsPolicy(mlflow.pyfunc.PythonModel):
-    """Greedy actions and Q-values of a trained DQN agent of any arm, from the arm's own model file."""
-
-    # The schema is the explicit :func:`signature`, so MLflow must not read one from predict's type hints: it
-    # would warn at class creation and at every log that ``Any`` is none (hence model_input has no hint).
-    _skip_type_hint_validation = True
-
-    def load_context(self, context: Any) -> None:
-        """Reads the model file (by content: torch archive or Flax msgpack; nothing unpickled)."""
-        self.arm, self.model, self.config = load_model(context.artifacts[MODEL_FILE])
-
-    def predict(self, context: Any, model_input, params: dict[str, Any] | None = None) -> pd.DataFrame:  # noqa: ANN001
-        """``(n, H * W)`` grids -> a DataFrame of ``action`` and the Q-values ``q_stay`` ... ``q_up``."""
-        obs = np.asarray(model_input.values if hasattr(model_input, "values") else model_input)
-        obs = obs.reshape(-1, self.config.params.num_cells).astype(core.OBS_DTYPE)
-        q_values = np.asarray(self.model.q_values(obs), dtype=np.float32)
-        table = {"action": self.arm.act(self.model, obs).astype(np.int64)}
-        table.update({name: q_values[:, index] for index, name in enumerate(Q_COLUMNS)})
-        return pd.DataFrame(table)
 
 
 def signature(num_cells: int) -> Any:
@@ -102,6 +80,8 @@ def log_policy(result: TrainResult, seed_index: int = 0) -> str:
     Returns the model's URI (``runs:/<run id>/model``). torch arms also keep their
     native flavour (``torch-model``).
     """
+    import mlflow.pyfunc
+
     arm = get_arm(result.arm)
     params = result.config.params
     with tempfile.TemporaryDirectory() as folder:
@@ -136,6 +116,8 @@ def log_policy(result: TrainResult, seed_index: int = 0) -> str:
 
 def download_model_file(uri: str, folder: str | pathlib.Path) -> pathlib.Path:
     """The arm's own model file inside the MLflow model at ``uri`` (``runs:/...``, ``models:/...``), downloaded."""
+    import mlflow
+
     local = pathlib.Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(folder)))
     files = sorted(path for path in (local / "artifacts").glob("*") if path.is_file())
     if not files:

@@ -28,11 +28,7 @@ import doors_gym
 from .arms import Arm
 from .config import field, first_line
 from .metrics import HistoryRow, TrainResult
-
-# MLflow's usage telemetry would try the network on every run; nothing here may.
-os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-# Its per-download progress bars (every model logged or loaded) would bury our own progress bar.
-os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+from .runtime import mlflow_environment
 
 T = TypeVar("T")
 
@@ -323,9 +319,9 @@ def track_training(arm: Arm, config: Any, options: TrackOptions, train: Callable
 
     The result gains ``run_id`` and ``model_uri`` in its facts.
     """
-    import mlflow
-
     with quiet_mlflow():
+        import mlflow
+
         connect(options.tracking_uri, options.experiment)
         seeds = [config.run.seed + index for index in range(config.run.num_seeds)]
         tags = run_tags(arm, seeds=",".join(map(str, seeds)))
@@ -350,7 +346,11 @@ def load_run_model(run_id: str) -> tuple[Any, Any]:
 
 @contextlib.contextmanager
 def quiet_mlflow() -> Iterator[None]:
-    """Keeps MLflow's and Alembic's INFO chatter (database migrations, run URLs) off the console."""
+    """MLflow for the block without telemetry or download progress bars (:func:`.runtime.mlflow_environment`)
+    and without its and Alembic's INFO chatter (database migrations, run URLs) on the console.
+
+    Enter it before MLflow is first imported: its telemetry starts at import.
+    """
     import logging
 
     loggers = [logging.getLogger(name) for name in ("mlflow", "alembic")]
@@ -358,7 +358,8 @@ def quiet_mlflow() -> Iterator[None]:
     for logger in loggers:
         logger.setLevel(logging.WARNING)
     try:
-        yield
+        with mlflow_environment():
+            yield
     finally:
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)

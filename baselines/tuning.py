@@ -448,7 +448,6 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
         run: every trial's run settings (``run.seed`` also seeds the sampler).
         base: the hyperparameters the search space does not set.
     """
-    import mlflow
     import optuna
 
     arm = get_arm(options.arm)
@@ -469,6 +468,8 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
         )
     start_study(study, options.start_from, base_config.hyperparameters, options.worker)
     with tracking.quiet_mlflow():
+        import mlflow
+
         experiment_id = tracking.connect(options.tracking_uri, options.experiment)
         with tracking.sqlite_lock(tracking.tracking_uri(options.tracking_uri)):
             parent = parent_run_id(

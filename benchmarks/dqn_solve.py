@@ -49,7 +49,7 @@ from _timing import machine_line, markdown_table  # noqa: E402
 from doors_gym.oracle import evaluate_oracle  # noqa: E402
 from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402
-from doors_gym_baselines.devices import prepare_host_devices  # noqa: E402
+from doors_gym_baselines.runtime import prepare_host_devices  # noqa: E402
 from doors_gym_baselines.metrics import PHASES, seconds_to_solved  # noqa: E402
 from doors_gym_baselines.presets import load_preset  # noqa: E402
 

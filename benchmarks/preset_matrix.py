@@ -28,7 +28,7 @@ from _timing import machine_line, markdown_table  # noqa: E402
 
 from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import Hyperparameters  # noqa: E402
-from doors_gym_baselines.devices import prepare_host_devices  # noqa: E402
+from doors_gym_baselines.runtime import prepare_host_devices  # noqa: E402
 from doors_gym_baselines.metrics import seconds_to_solved  # noqa: E402
 from doors_gym_baselines.presets import load_preset, tuned_path, write_preset  # noqa: E402
 from doors_gym_baselines.search import objective_score  # noqa: E402

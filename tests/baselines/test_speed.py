@@ -167,9 +167,10 @@ CACHE_SCRIPT = textwrap.dedent("""
 @pytest.mark.slow
 def test_the_jax_compilation_cache_serves_a_later_process(tmp_path):
     pytest.importorskip("flax")
-    from doors_gym_baselines.devices import use_jax_compilation_cache
+    from doors_gym_baselines.runtime import jax_compilation_cache
 
-    assert use_jax_compilation_cache(None) is None or "DOORS_GYM_JAX_CACHE" in __import__("os").environ
+    with jax_compilation_cache(None) as folder:
+        assert folder is None or "DOORS_GYM_JAX_CACHE" in __import__("os").environ
     folder = tmp_path / "jax-cache"
     outputs = []
     for _ in range(2):
