@@ -272,6 +272,7 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
                 "doors_gym.version": doors_gym.__version__,
                 "git_commit": tracking.git_commit(),
                 "doors_gym.role": "compare",
+                tracking.PROCESS_TAG: tracking.this_process(),
             },
         ) as parent:
             mlflow.log_params(

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import pathlib
+import socket
 import subprocess
 import tempfile
 import time
@@ -170,9 +171,13 @@ def connect(uri: str | None, experiment: str) -> str:
     mlflow.set_tracking_uri(uri)
     try:
         with sqlite_lock(uri):
-            return _experiment_id(mlflow, experiment)
+            experiment_id = _experiment_id(mlflow, experiment)
     except Exception as error:  # noqa: BLE001 - any store failure becomes one clear message
         raise ValueError(f"tracking_uri={uri!r} is unreachable: {type(error).__name__}: {first_line(error)}") from error
+    ended = end_dead_runs(experiment_id)
+    if ended:
+        print(f"MLflow: {len(ended)} run(s) left RUNNING by a killed process, now KILLED: {', '.join(ended)}")
+    return experiment_id
 
 
 def _experiment_id(mlflow: Any, experiment: str) -> str:
@@ -225,15 +230,68 @@ def git_commit() -> str:
 
 
 def run_tags(arm: Arm, **extra: str) -> dict[str, str]:
-    """The tags every run carries: arm, framework, what it steps, package version and git commit."""
+    """The tags every run of an arm carries: arm, framework, what it steps, package version, git commit and
+    the process that runs it (see :func:`end_dead_runs`)."""
     return {
         "arm": arm.name,
         "framework": arm.framework,
         "env_id": arm.env_label,
         "doors_gym.version": doors_gym.__version__,
         "git_commit": git_commit(),
+        PROCESS_TAG: this_process(),
         **extra,
     }
+
+
+PROCESS_TAG = "doors_gym.process"
+"""The tag naming the process a run belongs to: ``host:pid:start``."""
+
+
+def this_process() -> str:
+    """This process as :data:`PROCESS_TAG` names it: host, process id and start time (where /proc has one)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def _start_time(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (from /proc; "" where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def process_alive(tag: str) -> bool | None:
+    """Whether the process a :data:`PROCESS_TAG` names still runs; None for another host's (unknown here)."""
+    host, pid_text, start = tag.rsplit(":", 2)
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return None
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process with that id
+        pass
+    return not start or _start_time(int(pid_text)) == start  # a reused process id is another process
+
+
+def end_dead_runs(experiment_id: str) -> list[str]:
+    """Marks ``KILLED`` the experiment's runs left ``RUNNING`` by a process of this host that died (``kill -9``,
+    a crash, a closed terminal); returns their names.
+
+    Every command calls it when it connects, so a resumed study, comparison or training cleans what the
+    killed one left. Runs of other hosts are left to their own host (and a study's to Optuna's heartbeat).
+    """
+    import mlflow
+
+    client = mlflow.MlflowClient()
+    ended = []
+    for run in client.search_runs([experiment_id], "attributes.status = 'RUNNING'", max_results=1000):
+        tag = run.data.tags.get(PROCESS_TAG)
+        if tag and process_alive(tag) is False:
+            client.set_terminated(run.info.run_id, status="KILLED")
+            ended.append(run.info.run_name)
+    return ended
 
 
 def log_history_row(row: HistoryRow, prefix: str = "") -> None:

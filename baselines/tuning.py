@@ -492,6 +492,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
         mark_killed_runs(study)
         remaining = options.n_trials - len(finished_trials(study))
         with mlflow.start_run(run_id=parent):
+            mlflow.set_tag(tracking.PROCESS_TAG, tracking.this_process())  # this worker holds it open now
             if remaining > 0:
                 objective = make_objective(
                     arm.name,
