@@ -16,6 +16,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from doors_gym import core
 from doors_gym.core import DoorsParams
 
@@ -262,11 +264,11 @@ class DQNConfig:
         start = -(-first // hyper.train_frequency) * hyper.train_frequency  # first multiple of train_frequency
         return max(0, -(-(self.num_iterations - start) // hyper.train_frequency))
 
-    def epsilon(self, step: int) -> float:
-        """Linearly decayed exploration rate at env step ``step``."""
+    def epsilon(self, step: Any, xp: Any = np) -> Any:
+        """Linearly decayed exploration rate at env step ``step`` (NumPy's ``xp`` or ``jax.numpy`` in a trace)."""
         hyper = self.hyperparameters
         duration = max(1.0, hyper.exploration_fraction * self.run.total_steps)
-        fraction = min(1.0, step / duration)
+        fraction = xp.minimum(1.0, step / duration)
         return hyper.start_epsilon + fraction * (hyper.end_epsilon - hyper.start_epsilon)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:

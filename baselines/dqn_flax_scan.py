@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from doors_gym import core
 from doors_gym.core import DoorsState
@@ -93,7 +92,7 @@ class Pieces(NamedTuple):
     """
 
     select_actions: Callable[[Runner, jax.Array, jax.Array, jax.Array], jax.Array]
-    """``(runner, iteration_index, explore_key, random_key) -> actions``: epsilon-greedy."""
+    """``(runner, epsilon, explore_key, random_key) -> actions``: epsilon-greedy."""
     env_step: Callable[[Runner, jax.Array, jax.Array], tuple]
     """``(runner, actions, step_key) -> batch_step's outputs``."""
     store: Callable[[Buffer, DoorsState, jax.Array, jax.Array, DoorsState, jax.Array, jax.Array], Buffer]
@@ -123,9 +122,6 @@ def make_train(config: DQNConfig) -> ScanTrain:
     network = make_network(config)
     width = params.width
     optimizer = make_optimizer(config)
-    epsilon_schedule = optax.linear_schedule(
-        hyper.start_epsilon, hyper.end_epsilon, max(1, int(hyper.exploration_fraction * config.run.total_steps))
-    )
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
     capacity, window = hyper.buffer_size, config.run.rolling_episodes
 
@@ -155,10 +151,7 @@ def make_train(config: DQNConfig) -> ScanTrain:
         )
         return Runner(learner, env_state, buffer, episodes, loop_key)
 
-    def select_actions(
-        runner: Runner, iteration_index: jax.Array, explore_key: jax.Array, random_key: jax.Array
-    ) -> jax.Array:
-        epsilon = epsilon_schedule((iteration_index + 1) * num_envs)
+    def select_actions(runner: Runner, epsilon: jax.Array, explore_key: jax.Array, random_key: jax.Array) -> jax.Array:
         greedy = network.apply(runner.learner.params, cells_of_states(runner.env_state, width)).argmax(axis=1)
         random_actions = jax.random.randint(random_key, (num_envs,), 0, 5)
         explore = jax.random.uniform(explore_key, (num_envs,)) < epsilon
@@ -204,8 +197,8 @@ def make_train(config: DQNConfig) -> ScanTrain:
     def iteration(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, sample_key = jax.random.split(runner.key, 5)
         global_step = (iteration_index + 1) * num_envs
-        epsilon = epsilon_schedule(global_step)
-        actions = select_actions(runner, iteration_index, explore_key, random_key)
+        epsilon = config.epsilon(global_step, jnp)  # the host loop's schedule, in the trace
+        actions = select_actions(runner, epsilon, explore_key, random_key)
         _, env_state, reward, terminated, truncated, info = env_step(runner, actions, step_key)
         buffer = store(
             runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, iteration_index
@@ -528,7 +521,7 @@ def split_scan_time(
             durations.append(time.perf_counter() - begin)
         return float(np.median(durations))
 
-    selecting = (pieces.select_actions, (runner, index, keys[:, 0], keys[:, 1]), (0, None, 0, 0))
+    selecting = (pieces.select_actions, (runner, jnp.float32(0.5), keys[:, 0], keys[:, 1]), (0, None, 0, 0))
     actions = jax.vmap(selecting[0], in_axes=selecting[2])(*selecting[1])
     stepped = jax.vmap(pieces.env_step)(runner, actions, keys[:, 0])
     transition = (runner.env_state, actions, stepped[2], stepped[5]["final_state"], stepped[3], index)

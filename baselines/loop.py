@@ -108,10 +108,14 @@ class Progress:
             self._bar.close()
 
 
+class NonFiniteLoss(ArithmeticError):
+    """A run's loss turned non-finite: it cannot learn further (outside a study; a trial is pruned instead)."""
+
+
 def prune(trial: Any, message: str) -> None:
-    """Ends a run: ``optuna.TrialPruned`` inside a study, ``FloatingPointError`` outside one."""
+    """Ends a run: ``optuna.TrialPruned`` inside a study, :class:`NonFiniteLoss` outside one."""
     if trial is None:
-        raise FloatingPointError(message)
+        raise NonFiniteLoss(message)
     import optuna
 
     raise optuna.TrialPruned(message)

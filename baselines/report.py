@@ -688,7 +688,7 @@ def write_study_summary(study: Any, folder: str | pathlib.Path) -> dict[str, pat
     summary = {
         "study": study.study_name,
         "arm": study.user_attrs.get("arm"),
-        "objective": study.user_attrs.get("objective", "learning-curve"),
+        "objective": study.user_attrs["objective"],
         "direction": study.direction.name.lower(),
         "trials": counts,
         "best": (

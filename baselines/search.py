@@ -26,87 +26,127 @@ from .config import Hyperparameters, RunSettings
 from .metrics import SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, HistoryRow, solved_since
 
 
-def suggest_hyperparameters(trial: Any, base: Hyperparameters) -> Hyperparameters:
-    """Samples the search space into ``base``, in well-conditioned coordinates.
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """One coordinate of the search space: its name in a study's params, and its range or choices."""
 
-    Log learning rate, ``1 - gamma`` on a log scale, powers of two for batch,
-    buffer, widths and parallel envs, log target update period and learning starts, and the
-    stabilisers (Double DQN, log Polyak ``tau``, learning-rate decay, gradient
-    clipping), which the same config fields give every framework. Works with
-    an ``optuna.trial.FixedTrial`` too, which turns a study's best params back
-    into hyperparameters.
-    """
-    one_minus_gamma = trial.suggest_float("one_minus_gamma", 0.005, 0.2, log=True)
-    depth = trial.suggest_int("depth", 1, 3)
-    width = 2 ** trial.suggest_int("log2_width", 5, 8)
+    name: str
+    low: float = 0.0
+    high: float = 0.0
+    log: bool = False
+    integer: bool = False
+    choices: tuple[Any, ...] = ()
+
+    def suggest(self, trial: Any) -> Any:
+        """The trial's value (an Optuna ``Trial``, or a ``FixedTrial`` that reads a study's params back)."""
+        if self.choices:
+            return trial.suggest_categorical(self.name, list(self.choices))
+        suggest = trial.suggest_int if self.integer else trial.suggest_float
+        return suggest(self.name, self.low, self.high, log=self.log)
+
+    def nearest(self, value: Any) -> Any:
+        """The value of the space nearest ``value``: clipped into the range (rounded for integers), or the
+        nearest choice."""
+        if self.choices:
+            if all(isinstance(choice, (int, float)) and not isinstance(choice, bool) for choice in self.choices):
+                return min(self.choices, key=lambda choice: abs(choice - value))
+            return value
+        clipped = float(np.clip(value, self.low, self.high))
+        return int(round(clipped)) if self.integer else clipped
+
+
+SPACE = (
+    Range("one_minus_gamma", 0.005, 0.2, log=True),
+    Range("depth", 1, 3, integer=True),
+    Range("log2_width", 5, 8, integer=True),
+    Range("learning_rate", 3e-5, 1e-2, log=True),
+    Range("optimizer", choices=("adam", "sgd")),
+    Range("log2_batch_size", 5, 8, integer=True),
+    Range("log2_num_envs", 3, 6, integer=True),
+    Range("log2_buffer_size", 13, 17, integer=True),
+    Range("train_frequency", 1, 4, integer=True),
+    Range("target_update", 25, 1000, log=True, integer=True),
+    Range("learning_starts", 500, 10_000, log=True, integer=True),
+    Range("exploration_fraction", 0.05, 0.5),
+    Range("double_dqn", choices=(False, True)),
+    Range("tau", 0.01, 1.0, log=True),
+    Range("lr_end_fraction", 0.0, 1.0),
+    Range("max_grad_norm", choices=(0.0, 0.5, 1.0, 10.0)),
+)
+"""The search space in well-conditioned coordinates (RL Zoo's manner), in the order a trial samples it: log
+learning rate, ``1 - gamma`` on a log scale, powers of two for batch, buffer, width and parallel envs, log
+target-update period and learning starts, and the stabilisers (Double DQN, log Polyak ``tau``, learning-rate
+decay, gradient clipping), which the same config fields give every framework."""
+
+
+def from_coordinates(params: dict[str, Any], base: Hyperparameters) -> Hyperparameters:
+    """The hyperparameters at a point of :data:`SPACE` (``base`` for the fields the space does not set)."""
     return dataclasses.replace(
         base,
-        learning_rate=trial.suggest_float("learning_rate", 3e-5, 1e-2, log=True),
-        optimizer=trial.suggest_categorical("optimizer", ["adam", "sgd"]),
-        gamma=round(1.0 - one_minus_gamma, 6),
-        batch_size=2 ** trial.suggest_int("log2_batch_size", 5, 8),
-        num_envs=2 ** trial.suggest_int("log2_num_envs", 3, 6),
-        buffer_size=2 ** trial.suggest_int("log2_buffer_size", 13, 17),
-        train_frequency=trial.suggest_int("train_frequency", 1, 4),
-        target_update=trial.suggest_int("target_update", 25, 1000, log=True),
-        learning_starts=trial.suggest_int("learning_starts", 500, 10_000, log=True),
-        exploration_fraction=trial.suggest_float("exploration_fraction", 0.05, 0.5),
-        hidden_sizes=(width,) * depth,
-        double_dqn=trial.suggest_categorical("double_dqn", [False, True]),
-        tau=trial.suggest_float("tau", 0.01, 1.0, log=True),
-        lr_end_fraction=trial.suggest_float("lr_end_fraction", 0.0, 1.0),
-        max_grad_norm=trial.suggest_categorical("max_grad_norm", [0.0, 0.5, 1.0, 10.0]),
+        learning_rate=params["learning_rate"],
+        optimizer=params["optimizer"],
+        gamma=round(1.0 - params["one_minus_gamma"], 6),
+        batch_size=2 ** params["log2_batch_size"],
+        num_envs=2 ** params["log2_num_envs"],
+        buffer_size=2 ** params["log2_buffer_size"],
+        train_frequency=params["train_frequency"],
+        target_update=params["target_update"],
+        learning_starts=params["learning_starts"],
+        exploration_fraction=params["exploration_fraction"],
+        hidden_sizes=(2 ** params["log2_width"],) * params["depth"],
+        double_dqn=params["double_dqn"],
+        tau=params["tau"],
+        lr_end_fraction=params["lr_end_fraction"],
+        max_grad_norm=params["max_grad_norm"],
     )
 
 
-LATER_PARAMS = {"double_dqn": False, "tau": 1.0, "lr_end_fraction": 1.0, "max_grad_norm": 0.0, "log2_num_envs": 4}
-"""The values of params added to the search space later, as studies that began before them trained: the
-stabilisers off (plain DQN) and 16 envs."""
-
-
-def params_for(hyperparameters: Hyperparameters) -> dict[str, Any]:
-    """The search-space point nearest ``hyperparameters`` (the inverse of :func:`suggest_hyperparameters`).
-
-    Sizes go to the nearest power of two and values into the space's ranges;
-    ``ValueError`` if the hidden layers differ in width (the space has one width).
-    """
+def to_coordinates(hyperparameters: Hyperparameters) -> dict[str, Any]:
+    """The coordinates of ``hyperparameters`` (the inverse of :func:`from_coordinates`, before rounding into
+    the space); ``ValueError`` if the hidden layers differ in width (the space has one width)."""
     widths = set(hyperparameters.hidden_sizes)
     if len(widths) != 1:
         raise ValueError(
             f"hidden_sizes={hyperparameters.hidden_sizes!r} differ in width: the search space has one width"
         )
-
-    def log2(value: int, low: int, high: int) -> int:
-        return int(np.clip(round(np.log2(value)), low, high))
-
-    def within(value: float, low: float, high: float) -> float:
-        return float(np.clip(value, low, high))
-
     return {
-        "one_minus_gamma": within(1.0 - hyperparameters.gamma, 0.005, 0.2),
-        "depth": int(np.clip(len(hyperparameters.hidden_sizes), 1, 3)),
-        "log2_width": log2(widths.pop(), 5, 8),
-        "learning_rate": within(hyperparameters.learning_rate, 3e-5, 1e-2),
+        "one_minus_gamma": 1.0 - hyperparameters.gamma,
+        "depth": len(hyperparameters.hidden_sizes),
+        "log2_width": float(np.log2(widths.pop())),
+        "learning_rate": hyperparameters.learning_rate,
         "optimizer": hyperparameters.optimizer,
-        "log2_batch_size": log2(hyperparameters.batch_size, 5, 8),
-        "log2_num_envs": log2(hyperparameters.num_envs, 3, 6),
-        "log2_buffer_size": log2(hyperparameters.buffer_size, 13, 17),
-        "train_frequency": int(np.clip(hyperparameters.train_frequency, 1, 4)),
-        "target_update": int(np.clip(hyperparameters.target_update, 25, 1000)),
-        "learning_starts": int(np.clip(hyperparameters.learning_starts, 500, 10_000)),
-        "exploration_fraction": within(hyperparameters.exploration_fraction, 0.05, 0.5),
+        "log2_batch_size": float(np.log2(hyperparameters.batch_size)),
+        "log2_num_envs": float(np.log2(hyperparameters.num_envs)),
+        "log2_buffer_size": float(np.log2(hyperparameters.buffer_size)),
+        "train_frequency": hyperparameters.train_frequency,
+        "target_update": hyperparameters.target_update,
+        "learning_starts": hyperparameters.learning_starts,
+        "exploration_fraction": hyperparameters.exploration_fraction,
         "double_dqn": hyperparameters.double_dqn,
-        "tau": within(hyperparameters.tau, 0.01, 1.0),
+        "tau": hyperparameters.tau,
         "lr_end_fraction": hyperparameters.lr_end_fraction,
-        "max_grad_norm": min((0.0, 0.5, 1.0, 10.0), key=lambda norm: abs(norm - hyperparameters.max_grad_norm)),
+        "max_grad_norm": hyperparameters.max_grad_norm,
     }
+
+
+def suggest_hyperparameters(trial: Any, base: Hyperparameters) -> Hyperparameters:
+    """Samples :data:`SPACE` into ``base``. Works with an ``optuna.trial.FixedTrial`` too, which turns a
+    study's params back into hyperparameters."""
+    return from_coordinates({coordinate.name: coordinate.suggest(trial) for coordinate in SPACE}, base)
+
+
+def params_for(hyperparameters: Hyperparameters) -> dict[str, Any]:
+    """The point of :data:`SPACE` nearest ``hyperparameters`` (sizes to the nearest power of two, values
+    into the ranges); ``ValueError`` if the hidden layers differ in width."""
+    coordinates = to_coordinates(hyperparameters)
+    return {coordinate.name: coordinate.nearest(coordinates[coordinate.name]) for coordinate in SPACE}
 
 
 def hyperparameters_from_params(params: dict[str, Any], base: Hyperparameters) -> Hyperparameters:
     """The hyperparameters a trial with these sampled ``params`` trained (e.g. a study's ``best_params``)."""
     import optuna
 
-    return suggest_hyperparameters(optuna.trial.FixedTrial({**LATER_PARAMS, **params}), base)
+    return suggest_hyperparameters(optuna.trial.FixedTrial(params), base)
 
 
 def learning_score(history: Sequence[HistoryRow]) -> float:

@@ -47,6 +47,7 @@ import numpy as np
 from . import report, tracking
 from .arms import ARMS, get_arm
 from .config import DQNConfig, Hyperparameters, RunSettings, check_at_least, field
+from .loop import NonFiniteLoss
 from .metrics import HistoryRow, seconds_to_solved
 from .presets import TO_SOLVED
 from .search import (
@@ -179,8 +180,7 @@ def create_study(
             f"study_name={study_name!r} belongs to arm {study.user_attrs['arm']!r}, not {arm_name!r}: "
             "expected a new --study-name for another arm"
         )
-    # Studies from before the objectives were named maximised the learning curve.
-    found = study.user_attrs.get("objective", "learning-curve" if study.trials else objective)
+    found = study.user_attrs.get("objective", objective)
     if found != objective or study.direction.name.lower() != OBJECTIVES[objective]:
         raise ValueError(
             f"study_name={study_name!r} tunes the {found!r} objective ({study.direction.name.lower()}), "
@@ -270,6 +270,15 @@ def mark_killed_runs(study: Any) -> int:
     return count
 
 
+def log_score(objective: str, result: Any, run: RunSettings, penalty_seconds: float) -> float:
+    """The objective's score of a finished training, logged to the active run as ``score``."""
+    import mlflow
+
+    score = objective_score(objective, result.history, run, True, penalty_seconds)
+    mlflow.log_metric("score", score, step=int(result.history[-1].step))
+    return score
+
+
 def make_objective(
     arm_name: str,
     base: DQNConfig,
@@ -315,8 +324,7 @@ def make_objective(
             result = arm.train(config, tracked)
             tracking.log_history_row(result.history[-1])
             tracking.log_result(result, log_history=False)
-            score = objective_score(objective_name, result.history, config.run, True, penalty_seconds)
-            mlflow.log_metric("score", score, step=int(result.history[-1].step))
+            score = log_score(objective_name, result, config.run, penalty_seconds)
             to_solved = seconds_to_solved(result.history, config.run.hold_out_steps)
             trial.set_user_attr("wall_seconds", round(result.wall_seconds, 2))
             trial.set_user_attr("seconds_to_solved", None if math.isnan(to_solved) else round(to_solved, 2))
@@ -562,16 +570,12 @@ def confirm_best(study: Any, arm_name: str, base: DQNConfig, options: TuneOption
                     mlflow.log_params(tracking.config_params(config))
                     try:
                         result = arm.train(config)
-                    except FloatingPointError:
+                    except NonFiniteLoss:
                         scores.append(worst)
                         mlflow.set_tag("confirm.failed", "non-finite loss")
                         continue
                     tracking.log_result(result)
-                    score = objective_score(
-                        options.objective, result.history, config.run, True, options.penalty_seconds
-                    )
-                    mlflow.log_metric("score", score, step=int(result.history[-1].step))
-                scores.append(score)
+                    scores.append(log_score(options.objective, result, config.run, options.penalty_seconds))
             found = {"trial": trial.number, "seeds": [own, *seeds], "scores": [float(trial.value), *scores]}
             study.set_user_attr(key, found)
         candidates.append({**found, "mean": float(np.mean(found["scores"]))})
@@ -594,7 +598,7 @@ def write_best_preset(study: Any, base: DQNConfig, path: str, confirmed: dict[st
     hyperparameters = hyperparameters_from_params(best.params, base.hyperparameters)
     origin = {
         "study": study.study_name,
-        "objective": study.user_attrs.get("objective", "learning-curve"),
+        "objective": study.user_attrs["objective"],
         "trial": best.number,
         "score": round(float(best.value), 4),
         "seed": best.user_attrs.get("seed"),

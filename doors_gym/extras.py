@@ -18,7 +18,6 @@ EXTRAS = {
     "cv2": "render",
     "moviepy": "video",
     "jax": "jax",
-    "array_api_compat": "jax",
     "torch": "torch",
     "flax": "baselines",
     "optax": "baselines",
@@ -29,7 +28,7 @@ EXTRAS = {
     "matplotlib": "baselines",
 }
 """The extra of ``doors-gym`` that installs each optional top-level module."""
-DISTRIBUTION_NAMES = {"cv2": "opencv-python-headless", "pygame": "pygame-ce", "array_api_compat": "array-api-compat"}
+DISTRIBUTION_NAMES = {"cv2": "opencv-python-headless", "pygame": "pygame-ce"}
 
 
 class MissingExtra(ImportError):

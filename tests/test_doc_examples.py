@@ -59,3 +59,24 @@ def test_doc_example_runs(
     exec(compile(code, f"{path.relative_to(ROOT)} block {index}", "exec"), {"__name__": "doc_example"})
     printed = capsys.readouterr().out
     assert printed.strip(), f"every example of {path.name} ends by printing what it shows"
+
+
+DOCTEST_MODULES = sorted(
+    ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for path in (ROOT / "doors_gym").rglob("*.py")
+    if ">>> " in path.read_text()
+)
+"""Every module of the env package whose docstrings hold examples."""
+
+
+@pytest.mark.parametrize("name", DOCTEST_MODULES)
+def test_the_modules_docstring_examples_run_as_written(name: str) -> None:
+    assert len(DOCTEST_MODULES) >= 3
+    import doctest
+    import importlib
+
+    if name.startswith("doors_gym.jax"):
+        pytest.importorskip("jax")
+    module = importlib.import_module(name)
+    failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert tried > 0 and failures == 0, f"{name}: {failures} of {tried} examples failed"

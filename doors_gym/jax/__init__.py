@@ -14,7 +14,7 @@
 >>> obs, state = reset(jax.random.key(0), params)
 >>> obs, state, reward, terminated, truncated, info = step(jax.random.key(1), state, 4, params)
 >>> obs.shape, obs.dtype.name, reward.dtype.name
-((225,), 'int8', 'float32')
+((225,), 'int16', 'float32')
 """
 
 from doors_gym.extras import require

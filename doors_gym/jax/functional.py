@@ -88,7 +88,7 @@ def reset(key: Array, params: DoorsParams = DEFAULT_PARAMS) -> tuple[Array, Door
         params: the layout and time limit.
 
     Returns:
-        ``(obs, state)``: int8 ``(H * W,)`` observation and the :class:`DoorsState`.
+        ``(obs, state)``: int16 ``(H * W,)`` observation and the :class:`DoorsState`.
     """
     state = initial(key, params)
     return observation(state, params), state
@@ -113,7 +113,7 @@ def env_step(state: DoorsState, action: Array, params: DoorsParams = DEFAULT_PAR
     """One transition without autoreset (no randomness, no key).
 
     Returns:
-        ``(obs, next_state, reward, terminated, truncated, info)``: int8 obs,
+        ``(obs, next_state, reward, terminated, truncated, info)``: int16 obs,
         float32 reward, bool flags and ``info["distance"]`` (float32) after the move.
     """
     next_state, reward, terminated, truncated, distance = transition_parts(state, action, params)
@@ -151,7 +151,7 @@ def step(key: Array, state: DoorsState, action: Array, params: DoorsParams = DEF
         params: the layout and time limit (``max_episode_steps=None``: never truncate).
 
     Returns:
-        ``(obs, state, reward, terminated, truncated, info)``: int8 ``(H * W,)``,
+        ``(obs, state, reward, terminated, truncated, info)``: int16 ``(H * W,)``,
         :class:`DoorsState`, float32, bool, bool, and ``info`` with
         ``distance`` (float32, after the move) and ``final_state``.
     """

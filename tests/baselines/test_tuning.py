@@ -98,14 +98,11 @@ def test_search_space_is_well_conditioned_and_round_trips() -> None:
     distributions = study.trials[0].distributions
     assert distributions["learning_rate"].log and distributions["one_minus_gamma"].log
     assert distributions["target_update"].log and distributions["tau"].log
-    # The stabilisers are searched, and a study's params from before they were read back as plain DQN.
+    # The stabilisers are searched.
     sampled = [search.suggest_hyperparameters(optuna.trial.FixedTrial(t.params), base) for t in study.trials]
     assert {config.double_dqn for config in sampled} == {False, True}
     assert {config.max_grad_norm for config in sampled} > {0.0}
     assert all(0.01 <= config.tau <= 1.0 and 0.0 <= config.lr_end_fraction <= 1.0 for config in sampled)
-    older = {name: value for name, value in study.trials[0].params.items() if name not in search.LATER_PARAMS}
-    plain = search.hyperparameters_from_params(older, base)
-    assert (plain.double_dqn, plain.tau, plain.lr_end_fraction, plain.max_grad_norm) == (False, 1.0, 1.0, 0.0)
 
 
 def test_learning_score_is_the_running_mean_of_greedy_reward() -> None:
