@@ -359,7 +359,8 @@ class SeedLayout(NamedTuple):
 
     def seeds_per_device(self) -> list[int]:
         """How many of the run's own seeds each device trains."""
-        return [max(0, min(self.per_device, len(self.seeds) - index * self.per_device)) for index in range(self.mesh.size)]
+        left = [len(self.seeds) - index * self.per_device for index in range(self.mesh.size)]
+        return [max(0, min(self.per_device, count)) for count in left]
 
 
 def seed_layout(requested: int | None, seeds: list[int]) -> SeedLayout:
@@ -432,7 +433,8 @@ def train_seeds(config: DQNConfig, trial: Any, jax_cache: str | None) -> TrainRe
 
     def evaluate(step: int) -> tuple[Evaluation, HistoryRow]:
         params = on_host(runner.learner.params, num_seeds)
-        evaluations = [evaluate_greedy(seed_policy(parts.network, params, i).act, config.params) for i in range(num_seeds)]
+        policies = [seed_policy(parts.network, params, index) for index in range(num_seeds)]
+        evaluations = [evaluate_greedy(policy.act, config.params) for policy in policies]
         training = rolling_figures(on_host(runner.episodes, num_seeds))
         row = history_row(step, start, config.epsilon(step), losses, evaluations, training, seeds)
         return Evaluation.mean(evaluations), row

@@ -121,18 +121,40 @@ def prune(trial: Any, message: str) -> None:
     raise optuna.TrialPruned(message)
 
 
-def report(trial: Any, row: HistoryRow) -> None:
-    """Reports an evaluation to an Optuna trial and prunes when its pruner says so.
+class Reporter(Protocol):
+    """What a run reports its evaluations to (Optuna's ``Trial`` methods, and the score to report)."""
 
-    A trial with an ``observe(row) -> float`` method (the tuner's MLflow-tracked
-    trial) logs the row and chooses the reported value; a plain Optuna trial
-    gets the greedy per-step reward.
-    """
+    def observe(self, row: HistoryRow) -> float:
+        """Takes an evaluation in (logging it, say) and returns the value to report for it."""
+
+    def report(self, value: float, step: int) -> None:
+        """Reports ``value`` at env step ``step`` (``optuna.Trial.report``)."""
+
+    def should_prune(self) -> bool:
+        """Whether the run should stop here (``optuna.Trial.should_prune``)."""
+
+
+class GreedyReward:
+    """A plain Optuna trial as a :class:`Reporter`: it is told the greedy per-step reward of each evaluation."""
+
+    def __init__(self, trial: Any) -> None:
+        self.trial = trial
+
+    def observe(self, row: HistoryRow) -> float:
+        return row.greedy_step_reward
+
+    def report(self, value: float, step: int) -> None:
+        self.trial.report(value, step)
+
+    def should_prune(self) -> bool:
+        return self.trial.should_prune()
+
+
+def report(trial: Reporter | None, row: HistoryRow) -> None:
+    """Reports an evaluation to ``trial`` and prunes when it says so."""
     if trial is None:
         return
-    observe = getattr(trial, "observe", None)
-    value = observe(row) if observe is not None else row.greedy_step_reward
-    trial.report(value, step=int(row.step))
+    trial.report(trial.observe(row), step=int(row.step))
     if trial.should_prune():
         prune(trial, f"pruned at step {int(row.step)}")
 

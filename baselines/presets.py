@@ -56,7 +56,7 @@ DEFAULT_PRESET = "tuned"
 
 
 def preset_field(what: str) -> Any:
-    """The ``--preset NAME|FILE`` field (with ``--tuned``, ``--quick``, ``--full``) of a command that trains ``what``."""
+    """The ``--preset NAME|FILE`` field (with a switch per built-in name) of a command that trains ``what``."""
     return field(
         DEFAULT_PRESET,
         f"hyperparameters and budget of {what}: tuned, quick, full, or a preset file (YAML)",

@@ -381,9 +381,8 @@ def terminal_table(rows: Sequence[Summary], oracle: dict[str, float]) -> str:
             "-" if math.isnan(row.ms_per_update) else f"{row.ms_per_update:.2f}",
             "-" if math.isnan(row.env_steps_per_second) else f"{row.env_steps_per_second / 1000:,.0f}k",
         )
-    table.add_row(
-        "oracle", "-", "-", "-", f"{oracle['greedy_success_rate']:.3f}", f"{oracle['rolling_reward']:.3f}", "-", "-", "-"
-    )
+    oracle_figures = (f"{oracle['greedy_success_rate']:.3f}", f"{oracle['rolling_reward']:.3f}")
+    table.add_row("oracle", "-", "-", "-", *oracle_figures, "-", "-", "-")
     console = Console(file=io.StringIO(), width=TERMINAL_WIDTH, color_system=None, force_terminal=False)
     console.print(table)
     notes = (
@@ -457,7 +456,8 @@ def write_seed_csv(results: Sequence[ArmRuns], path: pathlib.Path) -> None:
         writer.writeheader()
         for runs in results:
             for seed in runs.seeds:
-                writer.writerow({"arm": runs.arm.name, "key": runs.key, **{key: getattr(seed, key) for key in columns[2:]}})
+                figures = {key: getattr(seed, key) for key in columns[2:]}
+                writer.writerow({"arm": runs.arm.name, "key": runs.key, **figures})
 
 
 def arm_color(arm: Arm) -> Any:

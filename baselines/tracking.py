@@ -55,7 +55,7 @@ def tracking_uri(cli_value: str | None = None) -> str:
 
 
 def ui_command(uri: str) -> str:
-    """The command that opens MLflow's UI on the store at ``uri``, bound to this machine, and where to point a browser."""
+    """The command that opens MLflow's UI on the store at ``uri``, bound to this machine, and the page to open."""
     return f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000  # then http://127.0.0.1:5000"
 
 

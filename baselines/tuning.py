@@ -138,7 +138,8 @@ def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_p
         return tracking.retry_creation_race(create)  # workers started together race to create the schema
     except Exception as error:  # noqa: BLE001 - driver, network and path errors all mean "unreachable"
         raise ValueError(
-            f"storage={tracking.display_url(url)!r} is unreachable: {type(error).__name__}: {tracking.first_line(error)}; "
+            f"storage={tracking.display_url(url)!r} is unreachable: {type(error).__name__}: "
+            f"{tracking.first_line(error)}; "
             "expected an SQLAlchemy URL such as sqlite:///optuna.db or postgresql+psycopg2://user@host/db"
         ) from error
 
@@ -705,7 +706,8 @@ def describe(study: Any, options: TuneOptions) -> str:
         if not options.preset_out:
             lines.append(f"  {command} --n-trials {options.n_trials} --preset-out {preset}")
             lines.append("  writes its best trial as a preset (no more training); then")
-        lines.append(f"  doors-gym compare --preset {preset}  or  doors-gym train --arm {options.arm} --preset {preset}")
+        train = f"doors-gym train --arm {options.arm} --preset {preset}"
+        lines.append(f"  doors-gym compare --preset {preset}  or  {train}")
     return "\n".join(lines)
 
 

@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     results = measure(points, rounds, args.min_seconds)
     optimizers = optimizer_paths(rounds, args.min_seconds)
     modes = compile_modes(rounds, args.min_seconds)
+    build = {mode: f"{mode} {v['ms']:.3f} ms per update ({v['compile_s']:.1f} s to build)" for mode, v in modes.items()}
 
     import jax
     import torch
@@ -288,8 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         "torch's optimizer paths, eager, 1 thread, width 128, batch 128 (ms per update): "
         + ", ".join(f"{path} {ms:.3f}" for path, ms in optimizers.items()),
         "",
-        "torch.compile's CPU modes, width 128, batch 128: "
-        + ", ".join(f"{mode} {v['ms']:.3f} ms per update ({v['compile_s']:.1f} s to build)" for mode, v in modes.items()),
+        "torch.compile's CPU modes, width 128, batch 128: " + ", ".join(build.values()),
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -148,7 +148,9 @@ def test_non_finite_loss_prunes_the_trial(arm: str, load_arm) -> None:
         quiet=True,
     )
     study = optuna.create_study(direction="maximize")
-    study.optimize(lambda trial: module.train(config, trial).evaluation.mean_step_reward, n_trials=1)
+    study.optimize(
+        lambda trial: module.train(config, loop.GreedyReward(trial)).evaluation.mean_step_reward, n_trials=1
+    )
     trial = study.trials[0]
     assert trial.state == optuna.trial.TrialState.PRUNED
 
