@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 import platform
 import statistics
 import time
@@ -72,3 +73,28 @@ def human_rate(value: float) -> str:
         if value >= scale:
             return f"{value / scale:.3g}{unit}"
     return f"{value:.3g}"
+
+
+def ms_per_call(step: Callable[[], object], finish: Callable[[object], object], min_seconds: float,
+                warmup: int = 20) -> float:  # fmt: skip
+    """Milliseconds per call of ``step``, after ``warmup`` calls, over at least ``min_seconds`` (and 20 calls);
+    ``finish(last)`` waits for work a call queued (a JAX array, a torch loss)."""
+    for _ in range(warmup):
+        last = step()
+    finish(last)
+    calls, start = 0, time.perf_counter()
+    while True:
+        for _ in range(20):
+            last = step()
+        calls += 20
+        finish(last)
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return 1e3 * elapsed / calls
+
+
+def write_report(path: pathlib.Path, command: str, intro: str, headers: Sequence[str], rows: Sequence) -> str:
+    """Writes a benchmark's Markdown: the command that made it, what it measured, the table; returns the text."""
+    text = "\n".join([f"# `{command}`", "", intro, "", markdown_table(headers, rows), ""])
+    path.write_text(text)
+    return text

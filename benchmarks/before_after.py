@@ -27,9 +27,10 @@ import textwrap
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from _timing import machine_line, markdown_table  # noqa: E402
+from _timing import machine_line, write_report  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
 ARMS = ("torch-numpy", "torch-compile", "flax-numpy", "flax-scan")
 """One arm per learner (torch-jax and flax-jax share torch-numpy's and flax-numpy's learning step)."""
 
@@ -58,18 +59,8 @@ PROBE = textwrap.dedent(
     batch = (observations[0], rng.integers(0, 5, size), rng.normal(0, 0.5, size).astype(np.float32),
              observations[1], (rng.random(size) < 0.25).astype(np.float32))
 
-    def timed(step, finish):
-        for _ in range(20):
-            last = step()
-        finish(last)
-        calls, start = 0, time.perf_counter()
-        while True:
-            for _ in range(20):
-                last = step()
-            calls += 20
-            finish(last)
-            if time.perf_counter() - start >= min_seconds:
-                return 1e3 * (time.perf_counter() - start) / calls
+    from _timing import ms_per_call
+    timed = lambda step, finish: ms_per_call(step, finish, min_seconds)
 
     if arm == "flax-scan":
         import jax, jax.numpy as jnp
@@ -120,7 +111,7 @@ def shim(tree: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
 
 
 def probe(path: pathlib.Path, arm: str, min_seconds: float) -> float:
-    env = {**os.environ, "PYTHONPATH": str(path), "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(path), str(HERE)]), "JAX_PLATFORMS": "cpu"}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, arm, str(min_seconds)], capture_output=True, text=True, env=env, timeout=600
     )
@@ -155,19 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     for arm in ARMS:
         before, after = (statistics.median(samples[(arm, tree)]) for tree in ("before", "after"))
         rows.append([arm, f"{before:.3f}", f"{after:.3f}", f"{before / after:.1f}x"])
-    text = "\n".join(
-        [
-            f"# `python benchmarks/before_after.py --before {args.before}`",
-            "",
-            f"ms per update of each arm's learner, width 128 x 128, batch 128, median of {args.rounds} processes "
-            f"per tree in turn ({machine_line()}).",
-            "",
-            markdown_table(["arm", f"before ({args.before})", "after", "faster by"], rows),
-            "",
-        ]
+    intro = (
+        f"ms per update of each arm's learner, width 128 x 128, batch 128, median of {args.rounds} processes "
+        f"per tree in turn ({machine_line()})."
     )
-    args.out.write_text(text)
-    print(text)
+    headers = ["arm", f"before ({args.before})", "after", "faster by"]
+    print(write_report(args.out, f"python benchmarks/before_after.py --before {args.before}", intro, headers, rows))
     return 0
 
 

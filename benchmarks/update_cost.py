@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from _timing import machine_line, markdown_table  # noqa: E402
+from _timing import machine_line, markdown_table, ms_per_call  # noqa: E402
 
 from doors_gym_baselines.cells import CELLS_DTYPE  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402
@@ -61,22 +61,6 @@ def fixed_batch(size: int, seed: int = 0) -> tuple[np.ndarray, ...]:
 
 def config_for(width: int, batch: int) -> DQNConfig:
     return DQNConfig.of(hidden_sizes=(width, width), batch_size=batch, buffer_size=max(batch, 1024), quiet=True)
-
-
-def timed(step: Callable[[], object], finish: Callable[[object], None], min_seconds: float) -> float:
-    """Milliseconds per call of ``step`` after a warm-up; ``finish(last)`` waits for queued work."""
-    for _ in range(10):
-        last = step()
-    finish(last)
-    calls, start = 0, time.perf_counter()
-    while True:
-        for _ in range(10):
-            last = step()
-        calls += 10
-        finish(last)
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds and calls >= 30:
-            return 1e3 * elapsed / calls
 
 
 def torch_stack(config: DQNConfig, batch: tuple, compiled: bool, threads: int, mode: str | None = None,
@@ -105,7 +89,7 @@ def torch_stack(config: DQNConfig, batch: tuple, compiled: bool, threads: int, m
 
     def run(min_seconds: float) -> float:
         with torch_threads(threads):
-            return timed(lambda: learner.update(batch), lambda loss: float(loss), min_seconds)
+            return ms_per_call(lambda: learner.update(batch), lambda loss: float(loss), min_seconds)
 
     return run
 
@@ -116,7 +100,7 @@ def flax_stack(config: DQNConfig, batch: tuple) -> Callable[[float], float]:
     from doors_gym_baselines.dqn_flax import FlaxLearner
 
     learner = FlaxLearner(config)
-    return lambda min_seconds: timed(lambda: learner.update(batch), jax.block_until_ready, min_seconds)
+    return lambda min_seconds: ms_per_call(lambda: learner.update(batch), jax.block_until_ready, min_seconds)
 
 
 def scan_stack(config: DQNConfig, batch: tuple) -> Callable[[float], float]:
@@ -137,7 +121,7 @@ def scan_stack(config: DQNConfig, batch: tuple) -> Callable[[float], float]:
         state["runner"], loss = learn(state["runner"], stacked)
         return loss
 
-    return lambda min_seconds: timed(step, jax.block_until_ready, min_seconds)
+    return lambda min_seconds: ms_per_call(step, jax.block_until_ready, min_seconds)
 
 
 def build(stack: str, config: DQNConfig, batch: tuple) -> Callable[[float], float]:

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from _timing import machine_line, markdown_table  # noqa: E402
+from _timing import machine_line, write_report  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUSY = "import numpy as np\nx = np.random.rand(256, 256)\nwhile True:\n    x = np.tanh(x @ x * 1e-3)\n"
@@ -77,20 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     for loaded in (False, True):
         a, b = (statistics.median(figures[(arm, loaded)]) for arm in args.arms)
         rows.append(["another job running" if loaded else "quiet", f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}x"])
-    text = "\n".join(
-        [
-            f"# `python benchmarks/wall_per_update.py --arms {first} {second}`",
-            "",
-            f"Wall milliseconds per update of `doors-gym train --preset shared --total-steps {args.total_steps} "
-            f"--eval-every 0`, median of {args.rounds} trainings per arm, in turn ({machine_line()}; each arm "
-            "with its own thread policy: torch 1 intra-op thread, XLA its default).",
-            "",
-            markdown_table(["condition", first, second, f"{first} / {second}"], rows),
-            "",
-        ]
+    intro = (
+        f"Wall milliseconds per update of `doors-gym train --preset shared --total-steps {args.total_steps} "
+        f"--eval-every 0`, median of {args.rounds} trainings per arm, in turn ({machine_line()}; each arm "
+        "with its own thread policy: torch 1 intra-op thread, XLA its default)."
     )
-    args.out.write_text(text)
-    print(text)
+    headers = ["condition", first, second, f"{first} / {second}"]
+    command = f"python benchmarks/wall_per_update.py --arms {first} {second}"
+    print(write_report(args.out, command, intro, headers, rows))
     return 0
 
 
