@@ -94,3 +94,12 @@ def test_onehot_through_flatten_observation():
     rollout = env.rollout(5)
     planes = rollout["observation"][0].numpy().reshape(15, 15, 4)
     assert (planes.sum(axis=-1) == 1).all() and planes[..., 1].sum() == 1  # one code per cell, one agent
+
+
+def test_torchrl_drops_the_frameskip_it_offers_every_env():
+    """GymEnv first makes the env with ``frameskip=1`` and drops it when the TypeError says, in Python's words,
+    "unexpected keyword argument 'frameskip'"; our one-line error keeps those words and names the allowed ones."""
+    with pytest.raises(TypeError, match=r"Doors envs got an unexpected keyword argument 'frameskip': expected"):
+        gym.make("Doors-v0", frameskip=1)
+    env = torchrl_gym.GymEnv("Doors-v0")
+    assert env.wrapper_frame_skip == 1 and env.rollout(3).batch_size == (3,)
