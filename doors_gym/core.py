@@ -212,6 +212,12 @@ class DoorsParams:
         return self.grid_size[1]
 
     @property
+    def max_steps_in_episode(self) -> int | None:
+        """:attr:`max_episode_steps` under gymnax's name (the field of its ``EnvParams``), which gymnax-family
+        scripts read (purejaxql sizes its test rollouts with it); None when episodes have no limit."""
+        return self.max_episode_steps
+
+    @property
     def num_cells(self) -> int:
         """``H * W``, the length of an observation."""
         return self.height * self.width

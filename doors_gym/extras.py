@@ -26,9 +26,11 @@ EXTRAS = {
     "tqdm": "baselines",
     "plotly": "baselines",
     "matplotlib": "baselines",
+    "yaml": "zoo",
+    "rl_zoo3": "zoo",
 }
 """The extra of ``doors-gym`` that installs each optional top-level module."""
-DISTRIBUTION_NAMES = {"cv2": "opencv-python-headless", "pygame": "pygame-ce"}
+DISTRIBUTION_NAMES = {"cv2": "opencv-python-headless", "pygame": "pygame-ce", "yaml": "pyyaml"}
 
 
 class MissingExtra(ImportError):

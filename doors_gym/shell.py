@@ -14,7 +14,6 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 from doors_gym import core, rendering
-from doors_gym.extras import import_pygame, require_display
 
 
 class Picklable:
@@ -48,7 +47,7 @@ class SingleEnvShell(Picklable):
     _window: rendering.HumanWindow | None = None
 
     def _check_render_mode(self, render_mode: str | None) -> None:
-        """Sets ``render_mode`` after checking it; ``human`` needs pygame and a display, checked now."""
+        """Sets ``render_mode`` after checking its name; ``human``'s pygame and display are checked by ``render``."""
         check_render_mode(render_mode, tuple(self.metadata["render_modes"]))
         self.render_mode = render_mode
 
@@ -57,7 +56,16 @@ class SingleEnvShell(Picklable):
         raise NotImplementedError
 
     def render(self) -> np.ndarray | str | None:
-        """An RGB frame (``rgb_array``), a text grid (``ansi``) or a window update (``human``)."""
+        """An RGB frame (``rgb_array``), a text grid (``ansi``) or a window update (``human``).
+
+        As in Gymnasium's own envs, an env with ``render_mode="human"`` builds
+        anywhere (a script may make one only to read its spaces); the first
+        ``render``, which ``reset`` calls in that mode, opens the window.
+
+        Raises:
+            doors_gym.extras.MissingExtra: ``human`` without pygame (the ``render`` extra).
+            doors_gym.extras.NoDisplay: ``human`` where no window can be shown, naming the ways out.
+        """
         if self.render_mode is None:
             gym.logger.warn(
                 "You are calling render method without specifying any render mode. "
@@ -112,17 +120,12 @@ class VectorEnvShell(Picklable):
 
 
 def check_render_mode(render_mode: str | None, allowed: tuple[str, ...]) -> None:
-    """``ValueError`` unless ``render_mode`` is None or in ``allowed``; for ``human``, pygame and a display.
+    """``ValueError`` naming the mode and the allowed ones unless ``render_mode`` is None or in ``allowed``.
 
-    Raises:
-        ValueError: naming the mode and the allowed ones.
-        doors_gym.extras.MissingExtra: ``human`` without pygame (the ``render`` extra).
-        doors_gym.extras.NoDisplay: ``human`` where no window can be shown.
+    Only the name: pygame and a display are needed when a window first opens
+    (:class:`doors_gym.rendering.HumanWindow`), not to build the env.
     """
     core.validate_render_mode(render_mode, allowed)
-    if render_mode == "human":
-        import_pygame("render_mode='human'")
-        require_display("render_mode='human'")
 
 
 def require_reset(has_reset: bool, what: str = "env.render()") -> None:

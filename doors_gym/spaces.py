@@ -57,8 +57,11 @@ def check_keywords(keywords: Mapping[str, Any]) -> None:
     unknown = [name for name in keywords if name not in ENV_KEYWORDS]
     if unknown:
         names = ", ".join(repr(name) for name in unknown)
+        # Python's own wording first: clients read it, as TorchRL's GymEnv does to drop the `frameskip` it
+        # offers every env ("unexpected keyword argument 'frameskip'").
+        got = f"unexpected keyword arguments {names}" if len(unknown) > 1 else f"an unexpected keyword argument {names}"
         raise TypeError(
-            f"Doors envs take no keyword {names}: expected keywords among {list(ENV_KEYWORDS)} "
+            f"Doors envs got {got}: expected keywords among {list(ENV_KEYWORDS)} "
             "(and render_mode; array_type on DoorsJax-v0)"
         )
 

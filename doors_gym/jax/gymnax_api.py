@@ -15,13 +15,18 @@ and ``step`` is :func:`~doors_gym.jax.functional.step` with gymnax's five
 outputs. As in gymnax, ``step`` autoresets in the same step and returns one
 ``done`` flag; ``info`` keeps what that flag merges, so a learner can still
 bootstrap through time limits: ``info["terminated"]``, ``info["truncated"]``,
-``info["discount"]`` (0.0 only on termination), ``info["distance"]`` and
-``info["final_observation"]`` (the observation the episode ended on).
+``info["discount"]`` (0.0 only on termination) and ``info["distance"]``, one
+scalar per env each, as gymnax's own envs put there (scripts map over ``info``
+per env and keep it for every step of a trajectory). The observation an episode
+ended on, which a learner needs to bootstrap through truncation, is there too
+only when asked for: ``DoorsGymnax(final_observation=True)`` adds
+``info["final_observation"]``.
 
 Params are :class:`~doors_gym.core.DoorsParams` (a static pytree: every field
-is known at trace time). The spaces are gymnax's own classes when gymnax is
-installed (so its wrappers' ``isinstance`` checks pass), otherwise minimal
-classes of the same interface.
+is known at trace time); they carry the field of gymnax's ``EnvParams``,
+``max_steps_in_episode`` (the time limit, ``max_episode_steps``). The spaces are
+gymnax's own classes when gymnax is installed (so its wrappers' ``isinstance``
+checks pass), otherwise minimal classes of the same interface.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ from doors_gym import core
 from doors_gym.core import NUM_ACTIONS, DoorsParams, DoorsState
 from doors_gym.jax import functional as F
 from doors_gym.spaces import make_params
+
+
+FINAL_OBSERVATION = "final_observation"
+"""The ``info`` key of the observation an episode ended on, with ``DoorsGymnax(final_observation=True)``."""
 
 
 class Discrete:
@@ -86,13 +95,24 @@ class DoorsGymnax:
     """The Doors rules with gymnax's API: ``reset(key, params)``, ``step(key, state, action, params)``.
 
     Args:
+        final_observation: also put the observation each episode ended on in
+            ``info[FINAL_OBSERVATION]`` (``"final_observation"``), for learners
+            that bootstrap through truncation. Off by default: it is a whole
+            observation per env and step in every stored trajectory, where the
+            rest of ``info`` is one scalar per env.
         **keywords: the env keywords of ``gym.make`` (``grid_size``,
             ``n_doors``, ``door_cols``, ``max_episode_steps`` with the same
             meaning, ``obs_mode``, ``cell_pixels``, ``colors``), which make
             :attr:`default_params`.
+
+    Raises:
+        ValueError: naming a bad keyword and its allowed values.
     """
 
-    def __init__(self, **keywords: Any) -> None:
+    def __init__(self, final_observation: bool = False, **keywords: Any) -> None:
+        if not isinstance(final_observation, bool):
+            raise ValueError(f"final_observation={final_observation!r} is invalid: expected True or False")
+        self.final_observation = final_observation
         self._default_params = make_params(**keywords, default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
 
     @property
@@ -119,16 +139,23 @@ class DoorsGymnax:
     def step(
         self, key: jax.Array, state: DoorsState, action: Any, params: DoorsParams | None = None
     ) -> tuple[jax.Array, DoorsState, jax.Array, jax.Array, dict[str, jax.Array]]:
-        """``(obs, state, reward, done, info)``; an episode that ends restarts from ``key`` in the same step."""
+        """``(obs, state, reward, done, info)``; an episode that ends restarts from ``key`` in the same step.
+
+        ``info`` holds scalars: ``terminated`` and ``truncated`` (bool),
+        ``discount`` and ``distance`` (float32); with ``final_observation=True``
+        also ``final_observation``, the observation the step ended on (before
+        any reset), shaped and typed as ``obs``.
+        """
         params = params or self.default_params
-        obs, new_state, reward, terminated, truncated, info = F.step(key, state, action, params)
+        obs, new_state, reward, terminated, truncated, step_info = F.step(key, state, action, params)
         info = {
             "terminated": terminated,
             "truncated": truncated,
             "discount": 1.0 - terminated.astype(jnp.float32),
-            "distance": info["distance"],
-            "final_observation": F.observation(info["final_state"], params),
+            "distance": step_info["distance"],
         }
+        if self.final_observation:
+            info[FINAL_OBSERVATION] = F.observation(step_info["final_state"], params)
         return obs, new_state, reward, terminated | truncated, info
 
     def action_space(self, params: DoorsParams | None = None) -> Any:

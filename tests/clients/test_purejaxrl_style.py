@@ -96,7 +96,14 @@ def test_the_gymnax_api():
     obs, new_state, reward, done, info = env.step(jax.random.key(1), state, 4, params)
     np.testing.assert_array_equal(obs, expected[0])
     assert float(reward) == float(expected[2]) and bool(done) == bool(expected[3] | expected[4])
-    assert set(info) >= {"terminated", "truncated", "discount", "distance", "final_observation"}
+    # One scalar per env, as gymnax's envs put in info; the final observation only when asked for.
+    assert {name: value.shape for name, value in info.items()} == {
+        "terminated": (),
+        "truncated": (),
+        "discount": (),
+        "distance": (),
+    }
+    assert params.max_steps_in_episode == params.max_episode_steps == 60
     for mode, shape in (("onehot", (15, 15, 4)), ("rgb", (30, 30, 3)), ("coords", (4,))):
         variant = DoorsGymnax(obs_mode=mode, cell_pixels=2)
         obs, _ = variant.reset(key)
@@ -104,7 +111,7 @@ def test_the_gymnax_api():
 
 
 def test_purejaxrl_style_scan_over_vmapped_envs():
-    env = LogWrapper(DoorsGymnax(max_episode_steps=20))
+    env = LogWrapper(DoorsGymnax(final_observation=True, max_episode_steps=20))
     obs, rewards, dones, info = make_rollout(env, env.default_params)(jax.random.key(7))
     assert obs.shape == (NUM_STEPS, NUM_ENVS, 225) and rewards.shape == dones.shape == (NUM_STEPS, NUM_ENVS)
     rewards, dones = np.asarray(rewards), np.asarray(dones)
@@ -143,3 +150,14 @@ def test_gymnax_wrappers_around_doors():
         np.asarray(ours[3]["returned_episode_returns"])[ended],
         rtol=1e-6,
     )
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_final_observation_takes_a_bool_only(value):
+    with pytest.raises(ValueError, match=rf"final_observation={value!r} is invalid: expected True or False"):
+        DoorsGymnax(final_observation=value)
+
+
+def test_max_steps_in_episode_is_the_time_limit():
+    assert DoorsGymnax(max_episode_steps=25).default_params.max_steps_in_episode == 25
+    assert DoorsGymnax(max_episode_steps=-1).default_params.max_steps_in_episode is None

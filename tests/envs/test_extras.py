@@ -30,7 +30,7 @@ def headless_env() -> dict[str, str]:
 BLOCKED_FEATURES = [
     ("jax", "import gymnasium as gym, doors_gym; gym.make('DoorsJax-v0')", "jax"),
     ("jax", "import gymnasium as gym, doors_gym; gym.make_vec('DoorsJax-v0', 2)", "jax"),
-    ("pygame", "import gymnasium as gym, doors_gym; gym.make('Doors-v0', render_mode='human')", "render"),
+    ("pygame", "import gymnasium as gym, doors_gym; gym.make('Doors-v0', render_mode='human').reset()", "render"),
     (
         "cv2",
         "import numpy as np; from doors_gym.rendering import write_video; "
@@ -74,21 +74,48 @@ def test_the_command_line_says_it_in_one_line(module, argv, extra, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_human_rendering_without_a_display_says_so():
+@pytest.mark.parametrize("block_pygame", [False, True])
+@pytest.mark.parametrize("env_id", ["Doors-v0", "DoorsJax-v0"])
+def test_a_human_env_builds_headless_and_reads_its_spaces(env_id, block_pygame):
+    """Gymnasium's convention (CartPole's too): making the env needs neither a display nor pygame, so a script
+    that builds a human env only to read its spaces (Tianshou's examples do) runs on a headless machine."""
+    if env_id == "DoorsJax-v0":
+        pytest.importorskip("jax")
+    block = "import sys; sys.modules['pygame'] = None\n" if block_pygame else ""
+    code = f"""import gymnasium as gym, doors_gym
+env = gym.make({env_id!r}, render_mode="human")
+print(env.render_mode, env.observation_space.shape, env.action_space.n)
+env.close()
+"""
+    result = run_python(block + code, env=headless_env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "human (225,) 5\n"
+
+
+@pytest.mark.parametrize("env_id", ["Doors-v0", "DoorsJax-v0"])
+def test_the_first_human_render_without_a_display_says_so_in_one_line(env_id):
     pytest.importorskip("pygame")
+    if env_id == "DoorsJax-v0":
+        pytest.importorskip("jax")
     result = run_python(
-        """
+        f"""
         import gymnasium as gym, doors_gym
         from doors_gym.extras import NoDisplay
-        try:
-            gym.make("Doors-v0", render_mode="human")
-        except NoDisplay as error:
-            print(error)
+        env = gym.make({env_id!r}, render_mode="human")
+        for call in (lambda: env.reset(seed=0), env.render):  # reset renders in human mode, as CartPole's does
+            try:
+                call()
+            except NoDisplay as error:
+                print(error)
         """,
         env=headless_env(),
     )
     assert result.returncode == 0, result.stderr
-    assert "no display was found" in result.stdout and "rgb_array" in result.stdout
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[0] == lines[1]
+    assert lines[0].startswith("render_mode='human' opens a window, but no display was found")
+    for way_out in ("render_mode='rgb_array'", "'ansi'", "doors-gym render --out", "SDL_VIDEODRIVER=dummy"):
+        assert way_out in lines[0]
 
 
 def test_play_without_a_display_exits_with_one_line():
@@ -96,6 +123,12 @@ def test_play_without_a_display_exits_with_one_line():
     result = run_python("import sys; from doors_gym.cli import main; sys.exit(main(['play']))", env=headless_env())
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "no display was found" in result.stderr
+    # The render() message's way out, word for word.
+    assert result.stderr.split(" opens a window, but ")[1] == (
+        "no display was found ($DISPLAY and $WAYLAND_DISPLAY are unset): use render_mode='rgb_array' (frames) or "
+        "'ansi' (text), or `doors-gym render --out episode.gif` for a video; set SDL_VIDEODRIVER=dummy to draw "
+        "nowhere\n"
+    )
     assert result.stdout == ""
 
 
