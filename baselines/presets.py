@@ -172,7 +172,11 @@ def read_preset(path: pathlib.Path) -> Preset:
 
 
 def write_preset(
-    path: str | pathlib.Path, hyperparameters: Hyperparameters, run: RunSettings, study: dict[str, Any]
+    path: str | pathlib.Path,
+    hyperparameters: Hyperparameters,
+    run: RunSettings,
+    study: dict[str, Any],
+    written_by: str = "doors-gym tune --preset-out",
 ) -> pathlib.Path:
     """Writes every hyperparameter and the budget of ``run`` as a preset file, ``study`` saying where they came from."""
     import yaml
@@ -188,7 +192,7 @@ def write_preset(
         "run": {key: getattr(run, key) for key in RUN_FIELDS},
     }
     header = (
-        f"# A doors-gym preset (doors-gym compare --preset {path}); written by doors-gym tune --preset-out.\n"
+        f"# A doors-gym preset (doors-gym compare --preset {path}); written by {written_by}.\n"
         "# hyperparameters: every DQN hyperparameter; run: the budget and when a run ends; study: the origin.\n"
     )
     path.write_text(header + yaml.safe_dump(values, sort_keys=False))

@@ -33,7 +33,8 @@ from doors_gym_baselines.metrics import seconds_to_solved  # noqa: E402
 from doors_gym_baselines.presets import load_preset, tuned_path, write_preset  # noqa: E402
 from doors_gym_baselines.search import objective_score  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "tuning"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "tuning"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             origin.pop("written", None)
             run = load_preset("tuned", cand).config().run
-            write_preset(tuned_path(arm), Hyperparameters(**preset.hyperparameters), run, origin)
+            path = tuned_path(arm).relative_to(ROOT)
+            hyperparameters = Hyperparameters(**preset.hyperparameters)
+            write_preset(path, hyperparameters, run, origin, written_by="benchmarks/preset_matrix.py --write")
             print(f"wrote {tuned_path(arm)}: {cand}'s preset")
     return 0
 
