@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                 },
             }
             origin.pop("written", None)
-            run = load_preset("tuned", cand).config().run
+            run = preset.config().run  # read before any file was rewritten
             path = tuned_path(arm).relative_to(ROOT)
             hyperparameters = Hyperparameters(**preset.hyperparameters)
             write_preset(path, hyperparameters, run, origin, written_by="benchmarks/preset_matrix.py --write")
