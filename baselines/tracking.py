@@ -407,17 +407,22 @@ def quiet_mlflow() -> Iterator[None]:
     """MLflow for the block without telemetry or download progress bars (:func:`.runtime.mlflow_environment`)
     and without its and Alembic's INFO chatter (database migrations, run URLs) on the console.
 
-    Enter it before MLflow is first imported: its telemetry starts at import.
+    MLflow is imported here, inside its environment (its telemetry starts at import) and before its loggers
+    are quieted (its import configures them).
     """
     import logging
 
-    loggers = [logging.getLogger(name) for name in ("mlflow", "alembic")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.WARNING)
-    try:
-        with mlflow_environment():
+    with mlflow_environment():
+        import mlflow  # noqa: F401
+
+        # MLflow's modules log through loggers of their own names, some with levels of their own.
+        names = {"mlflow", "alembic", *(name for name in logging.root.manager.loggerDict if name.startswith("mlflow."))}
+        loggers = [logging.getLogger(name) for name in sorted(names)]
+        levels = [logger.level for logger in loggers]
+        for logger in loggers:
+            logger.setLevel(logging.WARNING)
+        try:
             yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
