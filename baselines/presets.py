@@ -44,14 +44,16 @@ TO_SOLVED = {"total_steps": 200_000, "eval_every": 10_000, "hold_out_steps": 20_
 every evaluation of a 20k-step hold-out window."""
 
 BUILTIN: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    # Like for like: one network, one set of hyperparameters and one budget for every arm, timed to solved.
-    "shared": (HAND_CHECKED, TO_SOLVED),
     "quick": (HAND_CHECKED, {"total_steps": 100_000, "eval_every": 20_000}),
     # The study's protocol: 5e5 env steps per run, rolling reward over the last 2000 episodes.
     "full": ({}, {"total_steps": 500_000, "eval_every": 25_000}),
 }
 """The built-in presets' ``(hyperparameters, run settings)`` over the defaults."""
-NAMES = ("tuned", *BUILTIN)
+SHARED = "shared"
+"""Like for like: one network, one set of hyperparameters and one budget for every arm, timed to solved. The
+file ``hyperparams/shared.yml`` holds it: of the studies' winners, the one whose slowest arm is fastest in
+``benchmarks/preset_matrix.py`` (every arm solved every seed with it there)."""
+NAMES = ("tuned", SHARED, *BUILTIN)
 DEFAULT_PRESET = "tuned"
 
 
@@ -115,7 +117,7 @@ def tuned_path(arm: str) -> pathlib.Path:
 
 def tuned_arms() -> tuple[str, ...]:
     """The arms that have a tuned preset."""
-    return tuple(sorted(path.stem for path in HYPERPARAMS_DIR.glob("*.yml")))
+    return tuple(sorted(path.stem for path in HYPERPARAMS_DIR.glob("*.yml") if path.stem != SHARED))
 
 
 def load_preset(spec: str, arm: str) -> Preset:
@@ -123,6 +125,8 @@ def load_preset(spec: str, arm: str) -> Preset:
     if spec in BUILTIN:
         hyperparameters, run = BUILTIN[spec]
         return Preset(spec, dict(hyperparameters), dict(run))
+    if spec == SHARED:
+        return dataclasses.replace(read_preset(HYPERPARAMS_DIR / f"{SHARED}.yml"), name=SHARED)
     if spec == "tuned":
         path = tuned_path(arm)
         if not path.exists():

@@ -121,7 +121,7 @@ class ArmRuns:
     @property
     def short_label(self) -> str:
         """The row's name in the terminal table."""
-        return f"{self.arm.name} x{self.seeds_in_one_run} in one run" if self.seeds_in_one_run else self.arm.name
+        return f"{self.arm.name} x{self.seeds_in_one_run}" if self.seeds_in_one_run else self.arm.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,7 +364,7 @@ def terminal_table(rows: Sequence[Summary], oracle: dict[str, float]) -> str:
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     table.add_column("arm", no_wrap=True)
-    headers = ("solved", "s to solved\n[95 % CI]", "speed-up", "greedy\nsuccess", "rolling\nreward", "s per\nseed",
+    headers = ("solved", "s to\nsolved", "speed-up", "greedy\nsuccess", "rolling\nreward", "s per\nseed",
                "ms per\nupdate", "env\nsteps/s")
     for header in headers:
         table.add_column(header, justify="right", no_wrap=True)
@@ -373,7 +373,7 @@ def terminal_table(rows: Sequence[Summary], oracle: dict[str, float]) -> str:
         table.add_row(
             row.short_label,
             f"{row.solved}/{row.seeds}",
-            f"{figures['seconds_to_solved']:.1f}",
+            f"{figures['seconds_to_solved'].iqm:.1f}".replace("inf", "∞"),
             "-" if row.speedup_to_solved is None else f"{row.speedup_to_solved:.1f}x",
             f"{figures['greedy_success_rate'].iqm:.3f}",
             f"{figures['rolling_reward'].iqm:.3f}",
@@ -386,10 +386,9 @@ def terminal_table(rows: Sequence[Summary], oracle: dict[str, float]) -> str:
     console = Console(file=io.StringIO(), width=TERMINAL_WIDTH, color_system=None, force_terminal=False)
     console.print(table)
     notes = (
-        "IQM over seeds; s to solved: wall seconds, compile included, to the evaluation from which a seed stayed "
-        f"solved (∞: never), with its 95 % bootstrap CI; speed-up: {REFERENCE_ARM.name}'s s to solved over the "
-        "arm's; s per seed: mean wall time; xN in one run: N seeds trained together in one run, its figures "
-        "per seed."
+        "IQM over seeds (95 % bootstrap CIs in compare.md); s to solved: wall seconds, compile included, to the "
+        f"evaluation from which a seed stayed solved (∞: never); speed-up: {REFERENCE_ARM.name}'s s to solved over "
+        "the arm's; s per seed: mean wall time; xN: N seeds trained together in one run, its figures per seed."
     )
     return console.file.getvalue().rstrip() + "\n" + textwrap.fill(notes, width=TERMINAL_WIDTH)
 

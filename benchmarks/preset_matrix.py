@@ -30,11 +30,31 @@ from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import Hyperparameters  # noqa: E402
 from doors_gym_baselines.runtime import prepare_host_devices  # noqa: E402
 from doors_gym_baselines.metrics import seconds_to_solved  # noqa: E402
-from doors_gym_baselines.presets import load_preset, tuned_path, write_preset  # noqa: E402
+from doors_gym_baselines.presets import SHARED, HYPERPARAMS_DIR, load_preset, tuned_path, write_preset  # noqa: E402
 from doors_gym_baselines.search import objective_score  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "tuning"
+
+
+def write_presets(candidates: dict, chosen: dict[str, str], seeds: list[int], means: dict, arms: list[str]) -> None:
+    """Writes each arm's chosen candidate as its tuned preset, and the all-round one as the shared preset."""
+    for arm, cand in chosen.items():
+        preset = candidates[cand]  # read before any file was rewritten
+        figures = {name: round(means[(name, cand)], 3) for name in (arms if arm == SHARED else [arm])}
+        matrix = {"candidate_of": cand, "seeds": seeds, "mean_by_arm": figures}
+        origin = {key: value for key, value in preset.study.items() if key != "written"}
+        origin.update(chosen_for="every arm" if arm == SHARED else arm, matrix=matrix)
+        path = (HYPERPARAMS_DIR / f"{SHARED}.yml" if arm == SHARED else tuned_path(arm)).relative_to(ROOT)
+        write_preset(path, Hyperparameters(**preset.hyperparameters), preset.config().run, origin,
+                     written_by="benchmarks/preset_matrix.py --write")  # fmt: skip
+        print(f"wrote {path}: {cand}'s preset")
+
+
+def all_round(candidates: dict, arms: list[str], means: dict[tuple[str, str], float]) -> str:
+    """The candidate every arm solves with whose slowest arm is the fastest (ties: the lower sum)."""
+    return min(candidates, key=lambda cand: (max(means[(arm, cand)] for arm in arms), sum(
+        means[(arm, cand)] for arm in arms)))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"seed {seed} {arm_name} x {candidate}'s preset: {score:.1f} s", flush=True)
     means = {key: statistics.mean(values) for key, values in scores.items()}
     best = {arm: min(candidates, key=lambda cand, arm=arm: means[(arm, cand)]) for arm in args.arms}
+    shared = all_round(candidates, args.arms, means)
     header = ["arm \\ preset of", *candidates, "best"]
     rows = []
     for arm in args.arms:
@@ -80,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             "",
             markdown_table(header, rows),
             "",
+            f"Shared (every arm's like-for-like preset): {shared}'s, whose slowest arm is the fastest "
+            f"({max(means[(arm, shared)] for arm in args.arms):.1f} s), with every seed of every arm solved.",
+            "",
         ]
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -88,28 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": args.seeds,
         "scores": {f"{arm} x {cand}": values for (arm, cand), values in scores.items()},
         "best": best,
+        "shared": shared,
     }
     args.out.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     print(text)
     if args.write:
-        for arm, cand in best.items():
-            preset = candidates[cand]
-            origin = {
-                **preset.study,
-                "chosen_for": arm,
-                "matrix": {
-                    "candidate_of": cand,
-                    "seeds": args.seeds,
-                    "scores": [round(score, 3) for score in scores[(arm, cand)]],
-                    "mean": round(means[(arm, cand)], 3),
-                },
-            }
-            origin.pop("written", None)
-            run = preset.config().run  # read before any file was rewritten
-            path = tuned_path(arm).relative_to(ROOT)
-            hyperparameters = Hyperparameters(**preset.hyperparameters)
-            write_preset(path, hyperparameters, run, origin, written_by="benchmarks/preset_matrix.py --write")
-            print(f"wrote {tuned_path(arm)}: {cand}'s preset")
+        write_presets(candidates, {**best, SHARED: shared}, args.seeds, means, args.arms)
     return 0
 
 
