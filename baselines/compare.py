@@ -31,7 +31,7 @@ from . import report, tracking
 from .arms import ARMS, Arm, get_arm
 from .config import DQNConfig, RunSettings, check_at_least, check_choice, field
 from .presets import RUN_FIELDS, Preset, check_preset, load_preset, preset_field
-from .metrics import TrainResult, seconds_to_solved
+from .metrics import TrainResult, seconds_to_first_window, seconds_to_solved
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
 DEFAULT_EXPERIMENT = "doors-gym-compare"
@@ -122,7 +122,11 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[report.SeedRun]
             )
             for row in result.history
         )
-        solved_at = seconds_to_solved(result.history, result.config.run.hold_out_steps, seed=index) / len(seeds)
+        hold_out = result.config.run.hold_out_steps
+        if len(seeds) == 1:
+            solved_at = seconds_to_solved(result.history, hold_out, seed=index)
+        else:  # where its own run would have stopped (the run goes on until every seed is solved)
+            solved_at = seconds_to_first_window(result.history, hold_out, index) / len(seeds)
         final = result.history[-1].per_seed[index]
         runs.append(
             report.SeedRun(

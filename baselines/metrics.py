@@ -96,6 +96,23 @@ def seconds_to_solved(history: Sequence[HistoryRow], hold_out_steps: int = 0, se
     return math.nan if row is None else row.seconds
 
 
+def seconds_to_first_window(history: Sequence[HistoryRow], hold_out_steps: int, seed: int) -> float:
+    """Wall seconds at the start of ``seed``'s first solved streak spanning ``hold_out_steps``; NaN if none.
+
+    Where a run of that seed alone, stopping when solved, would have stopped: the time to solved of a seed
+    trained together with others, which keeps training (and may waver) until every seed is solved.
+    """
+    start = None
+    for row in history:
+        if not row.per_seed[seed].solved:
+            start = None
+            continue
+        start = start or row
+        if row.step - start.step >= hold_out_steps:
+            return start.seconds
+    return math.nan
+
+
 METRIC_NAMES = tuple(spec.name for spec in dataclasses.fields(HistoryRow) if spec.name not in ("step", "per_seed"))
 """The learning-curve metrics of every arm (MLflow metric keys, with ``step=`` the row's env step)."""
 

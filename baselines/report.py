@@ -338,8 +338,9 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNCon
         "stayed solved through the hold-out window to the end of its run; a seed that did not counts as ∞ (never), "
         f"not dropped. Speed-up to solved: {REFERENCE_ARM.label}'s IQM over the row's. Wall s per seed: mean ± sd. "
         "Every arm trains one seed per run; a row of seeds trained together in one run (under one vmap) is "
-        "that run's figures per seed (its wall time and times to solved divided by its seeds), other work than "
-        "the arm's row."
+        "that run's figures per seed, other work than the arm's row: its wall time divided by its seeds, and a "
+        "seed's time to solved where its own run would have stopped (its first solved evaluation held through "
+        "the window; the run goes on until every seed is), divided by the seeds."
     )
     breakdown = [
         "",

@@ -11,7 +11,13 @@ from doors_gym_baselines import search, statistics
 from doors_gym_baselines.config import DQNConfig, RunSettings
 from doors_gym_baselines.evaluation import Evaluation
 from doors_gym_baselines.loop import EvaluationSchedule
-from doors_gym_baselines.metrics import HistoryRow, SeedFigures, seconds_to_solved, solved_since
+from doors_gym_baselines.metrics import (
+    HistoryRow,
+    SeedFigures,
+    seconds_to_first_window,
+    seconds_to_solved,
+    solved_since,
+)
 
 SOLVED = (1.0, 0.8)
 UNSOLVED = (0.5, 0.3)
@@ -33,6 +39,14 @@ def test_solved_since_is_the_start_of_the_last_unbroken_solved_streak() -> None:
     assert math.isnan(seconds_to_solved(rows, hold_out_steps=21))  # the window is not met
     assert math.isnan(seconds_to_solved(rows[:2]))  # lost again: not solved at the end
     assert seconds_to_solved(rows, seed=0) == 3.0
+
+
+def test_a_seed_trained_with_others_is_solved_where_its_own_run_would_have_stopped() -> None:
+    rows = curve((10, 1.0, SOLVED), (20, 2.0, SOLVED), (30, 3.0, UNSOLVED), (40, 4.0, SOLVED), (50, 5.0, SOLVED))
+    assert seconds_to_first_window(rows, 10, seed=0) == 1.0  # solved at 10 through 20, whatever came after
+    assert seconds_to_first_window(rows, 0, seed=0) == 1.0
+    assert math.isnan(seconds_to_first_window(rows, 20, seed=0))  # never solved for 20 steps on end
+    assert seconds_to_solved(rows, 10) == 4.0  # solved to the end: only from 40
 
 
 def test_time_to_solved_score_counts_compile_time_and_penalises_unsolved_runs() -> None:
