@@ -344,7 +344,10 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNCon
     )
     breakdown = [
         "",
-        "Where the time goes: mean seconds per seed of each phase (`time_breakdown.png`):",
+        "Where the time goes: mean seconds per seed of each phase (`time_breakdown.png`). JAX dispatches an "
+        "update without waiting for it, so in the Flax host loops its computation overlaps the env step and "
+        "lands where the host next waits (acting on the new parameters): their update phase is the dispatch "
+        "(`benchmarks/update_cost.py` times the updates themselves).",
         "",
         breakdown_table(rows),
     ]
