@@ -241,7 +241,7 @@ def describe_outcome(outcome: Any, options: CompareOptions) -> str:
             f"MLflow: experiment {options.experiment!r}, run {options.run_name} with a nested run per training, in",
             f"  {display_url(uri)}",
             "open it:",
-            f"  {ui_command(uri)}",
+            f"  {ui_command(uri, outcome.experiment_id)}",
         ]
     )
 

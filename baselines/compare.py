@@ -258,6 +258,7 @@ class Outcome:
     table: str
     paths: dict[str, pathlib.Path]
     run_id: str
+    experiment_id: str | None = None
 
 
 def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
@@ -269,7 +270,7 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
     with tracking.quiet_mlflow():
         import mlflow
 
-        tracking.connect(options.tracking_uri, options.experiment)
+        experiment_id = tracking.connect(options.tracking_uri, options.experiment)
         with mlflow.start_run(
             run_name=options.run_name,
             tags={
@@ -310,7 +311,7 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
                     }
                 )
             mlflow.log_metric("compare_wall_seconds", time.perf_counter() - start)
-    return Outcome(rows=rows, oracle=oracle, table=table, paths=paths, run_id=parent.info.run_id)
+    return Outcome(rows, oracle, table, paths, parent.info.run_id, experiment_id)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

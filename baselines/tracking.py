@@ -54,9 +54,16 @@ def tracking_uri(cli_value: str | None = None) -> str:
     return cli_value or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
-def ui_command(uri: str) -> str:
-    """The command that opens MLflow's UI on the store at ``uri``, bound to this machine, and the page to open."""
-    return f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000  # then http://127.0.0.1:5000"
+UI_ADDRESS = "http://127.0.0.1:5000"
+"""Where :func:`ui_command`'s MLflow UI listens: this machine only."""
+
+
+def ui_command(uri: str, experiment_id: str | None = None) -> str:
+    """Two lines: the command that opens MLflow's UI on the store at ``uri``, bound to this machine, and the
+    page of the experiment's runs (MLflow 3's UI opens on its GenAI views unless asked for model training)."""
+    page = f"{UI_ADDRESS}/#/experiments" + (f"/{experiment_id}" if experiment_id else "")
+    command = f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000"
+    return f"{command}\n  then {page}?workflowType=machine_learning"
 
 
 def sqlite_path(url: str) -> pathlib.Path | None:

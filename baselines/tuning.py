@@ -691,7 +691,11 @@ def describe(study: Any, options: TuneOptions) -> str:
         f"MLflow: experiment {options.experiment!r} in {tracking.display_url(uri)}, run {study.study_name} "
         "with a nested run per trial"
     )
-    lines.append(f"  open it: {tracking.ui_command(uri)}")
+    with tracking.quiet_mlflow():
+        import mlflow
+
+        found = mlflow.MlflowClient(uri).get_experiment_by_name(options.experiment)
+    lines.append(f"  open it: {tracking.ui_command(uri, found.experiment_id if found else None)}")
     command = f"doors-gym tune --arm {options.arm}"
     if options.storage != DEFAULT_STORAGE:
         command += f" --storage {tracking.display_url(options.storage)}"

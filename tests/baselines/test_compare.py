@@ -170,6 +170,7 @@ def test_main_prints_the_table(tmp_path: pathlib.Path, capsys: pytest.CaptureFix
     assert "| Flax x Doors-v0 (NumPy) |" in (tmp_path / "out" / "compare.md").read_text()  # the full table
     assert f"files in {tmp_path / 'out'}/ (compare.md has the full tables):\n  compare.md, compare.csv" in printed
     assert f"mlflow ui --backend-store-uri sqlite:///{tmp_path / 'mlflow.db'}" in printed
+    assert "then http://127.0.0.1:5000/#/experiments/" in printed and "?workflowType=machine_learning" in printed
 
 
 def test_compare_shows_where_the_time_goes(tiny_compare) -> None:
