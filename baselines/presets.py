@@ -61,12 +61,12 @@ def preset_field(what: str) -> Any:
     """The ``--preset NAME|FILE`` field (with a switch per built-in name) of a command that trains ``what``."""
     return field(
         DEFAULT_PRESET,
-        f"hyperparameters and budget of {what}: tuned, quick, full, or a preset file (YAML)",
+        f"hyperparameters and budget of {what}: {', '.join(NAMES)}, or a preset file (YAML)",
         metavar="NAME|FILE",
         switches={
             "tuned": "each arm's own tuned preset (baselines/hyperparams/<arm>.yml): it stops once solved",
             "shared": "one preset for every arm, like for like: the same network, hyperparameters and budget",
-            "quick": "the shared hyperparameters, 100k env steps per seed",
+            "quick": "a hand-checked point of the search space, 100k env steps per seed",
             "full": "the study's protocol: the defaults, 500k env steps per seed",
         },
     )
