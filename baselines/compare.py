@@ -215,7 +215,7 @@ def train_groups(
         cached = None if options.fresh else _load_cached(cache, group_config)
         if cached is not None:
             figures, model_uri = cached
-            print(f"  {arm.name} seeds {group}: reusing {cache}", flush=True)
+            print(f"  {arm.name} {describe_seeds(group)}: reusing {cache}", flush=True)
             per_seed += figures
             if model_uri:
                 models.append((figures[best_seed(figures)], model_uri))
@@ -242,11 +242,23 @@ def train_groups(
         cache.write_text(json.dumps(saved, indent=1))
         per_seed += figures
         print(
-            f"  {arm.name} seeds {group}: {result.wall_seconds:.1f} s, rolling reward "
-            + ", ".join(f"{seed.rolling_reward:.3f}" for seed in figures),
+            f"  {arm.name} {describe_seeds(group)}: {result.wall_seconds:.1f} s, {describe_rolling(figures)}",
             flush=True,
         )
     return per_seed, models
+
+
+def describe_seeds(seeds: Sequence[int]) -> str:
+    """``seed 100``, or ``seeds 100-109`` for seeds trained together (consecutive), for a progress line."""
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
+
+
+def describe_rolling(figures: Sequence[report.SeedRun]) -> str:
+    """One seed's rolling reward, or the range of several, for a progress line that fits a terminal."""
+    rewards = [seed.rolling_reward for seed in figures]
+    if len(rewards) == 1:
+        return f"rolling reward {rewards[0]:.3f}"
+    return f"rolling reward {min(rewards):.3f}-{max(rewards):.3f}"
 
 
 @dataclasses.dataclass

@@ -13,6 +13,8 @@ answers the same over HTTP.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import pathlib
 import tempfile
 import warnings
@@ -23,7 +25,7 @@ import numpy as np
 import doors_gym
 from doors_gym import core
 
-from .arms import FRAMEWORK_STACKS, get_arm, load_model
+from .arms import FRAMEWORK_STACKS, get_arm
 from .metrics import TrainResult
 
 MODEL_PATH = "model"
@@ -50,7 +52,13 @@ def register_champion(arm: Any, model_uri: str) -> int:
     # MLflow 3 keeps a run's models apart from its artifacts: register the logged model itself (models:/m-<id>),
     # which a runs:/ URI resolves to, instead of letting the registry warn that the run has no such artifact.
     source = mlflow.models.get_model_info(model_uri).model_uri
-    with warnings.catch_warnings():
+    # The registry prints "Successfully registered model ..." and "Created version ..." itself; the caller says
+    # in one line which version the champion is.
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
         warnings.simplefilter("ignore")
         version = mlflow.register_model(source, registered_name(arm))
     client.set_registered_model_alias(registered_name(arm), CHAMPION, version.version)

@@ -52,6 +52,7 @@ class EnvKeywords(TypedDict, total=False):
 ENV_KEYWORDS = tuple(EnvKeywords.__annotations__)
 """The names of :class:`EnvKeywords`: every keyword a Doors shell takes besides its own."""
 
+
 def check_keywords(keywords: Mapping[str, Any]) -> None:
     """``TypeError`` naming every unknown env keyword and the allowed ones (:class:`EnvKeywords`)."""
     unknown = [name for name in keywords if name not in ENV_KEYWORDS]
