@@ -94,9 +94,9 @@ LOSS_TOLERANCE = 1e-5
 @pytest.mark.parametrize("isa", ["host", "AVX2"])
 def test_seeds_spread_over_devices_compute_what_they_compute_alone(isa):
     # Spread over devices, a seed runs in a program of another batch shape (its device's seeds, not all of
-    # them). XLA promises no bitwise equality across batch shapes: on an AVX-512 CPU the programs happened to
-    # agree bit for bit, capped at AVX2 (as on CPUs without AVX-512) they drift at the 7th digit. The AVX2
-    # case holds every machine to the tolerance, whatever its own vector width.
+    # them). XLA promises no bitwise equality across batch shapes, and its CPU code generation depends on the
+    # host's CPU: each program repeats bit for bit, but two shapes agree bit for bit on some CPUs and not on
+    # others (drifting around the 7th digit). The AVX2 case runs a second code generator on any machine.
     pytest.importorskip("flax")
     env = {**__import__("os").environ, "JAX_NUM_CPU_DEVICES": "2", "JAX_PLATFORMS": "cpu"}
     if isa != "host":
