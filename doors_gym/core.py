@@ -9,6 +9,9 @@ batch shape; row 0 is the top of the grid.
 ``Doors-v0`` evaluates these functions over every (cell, action) pair once and
 steps through the resulting tables; ``DoorsJax-v0`` calls them on every step.
 ``tests/test_parity.py`` holds the two to identical transitions.
+
+The cell codes come from :mod:`doors_gym.codes` (``core.AGENT`` is ``codes.AGENT``); colours and images
+belong to :mod:`doors_gym.pixels`, which the ``rgb`` observation and the check of ``colors`` call.
 """
 
 from __future__ import annotations
@@ -20,10 +23,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-EMPTY, AGENT, WALL, GOAL = 0, 1, 2, 3
-"""Cell codes of the observation grid."""
-NUM_CELL_TYPES = 4
-CELL_NAMES = ("empty", "agent", "wall", "goal")
+from doors_gym import pixels
+from doors_gym.codes import AGENT, EMPTY, GOAL, NUM_CELL_TYPES, WALL
 
 STAY, RIGHT, DOWN, LEFT, UP = 0, 1, 2, 3, 4
 """Action indices."""
@@ -43,7 +44,6 @@ grid up to :data:`MAX_CELLS`, at half the memory of int32 (which costs a quarter
 of the native vector env's throughput at 4096 envs).
 """
 ONEHOT_DTYPE = np.int8
-RGB_DTYPE = np.uint8
 POSITION_DTYPE = np.int32
 REWARD_DTYPE = np.float32
 
@@ -62,12 +62,6 @@ OBS_MODES = ("grid", "onehot", "rgb", "coords")
 - ``rgb``: the ``rgb_array`` frame, ``(H * p, W * p, 3)`` uint8 with ``p = cell_pixels``;
 - ``coords``: ``(agent_row, agent_col, goal_row, goal_col)`` int16.
 """
-
-EMPTY_COLOR, AGENT_COLOR, WALL_COLOR, GOAL_COLOR = (0, 0, 0), (0, 90, 255), (0, 170, 0), (230, 30, 30)
-DEFAULT_COLORS = {EMPTY: EMPTY_COLOR, AGENT: AGENT_COLOR, WALL: WALL_COLOR, GOAL: GOAL_COLOR}
-"""RGB colour of each cell code: empty black, agent blue, wall green, goal red."""
-DEFAULT_CELL_PIXELS = 16
-MAX_CELL_PIXELS = 256
 
 
 class DoorsState(NamedTuple):
@@ -115,7 +109,7 @@ class DoorsParams:
         obs_mode: the observation variant, one of :data:`OBS_MODES`.
         cell_pixels: pixels per cell of ``rgb_array`` frames and ``rgb``
             observations, ``1..256``.
-        colors: ``{cell code: (r, g, b)}`` over :data:`DEFAULT_COLORS`.
+        colors: ``{cell code: (r, g, b)}`` over :data:`doors_gym.pixels.DEFAULT_COLORS`.
 
     ``H * W`` may be at most :data:`MAX_CELLS`. After construction ``n_doors``
     is an int, ``door_cols`` a sorted tuple and ``colors`` a tuple of four RGB
@@ -131,7 +125,7 @@ class DoorsParams:
     door_cols: tuple[int, ...] | None = None
     max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS
     obs_mode: str = "grid"
-    cell_pixels: int = DEFAULT_CELL_PIXELS
+    cell_pixels: int = pixels.DEFAULT_CELL_PIXELS
     colors: Any = None
 
     def __post_init__(self) -> None:
@@ -196,10 +190,12 @@ class DoorsParams:
         if self.obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode={self.obs_mode!r} is not supported: expected one of {list(OBS_MODES)}")
         cell_pixels = self.cell_pixels
-        if not _is_int(cell_pixels) or not 1 <= cell_pixels <= MAX_CELL_PIXELS:
-            raise ValueError(f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..{MAX_CELL_PIXELS}")
+        if not _is_int(cell_pixels) or not 1 <= cell_pixels <= pixels.MAX_CELL_PIXELS:
+            raise ValueError(
+                f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..{pixels.MAX_CELL_PIXELS}"
+            )
         object.__setattr__(self, "cell_pixels", int(cell_pixels))
-        object.__setattr__(self, "colors", normalise_colors(self.colors))
+        object.__setattr__(self, "colors", pixels.normalise_colors(self.colors))
 
     @property
     def height(self) -> int:
@@ -238,37 +234,6 @@ class DoorsParams:
     def layout(self) -> np.ndarray:
         """``(H, W)`` ``OBS_DTYPE`` grid of walls and empty cells (no agent, no goal)."""
         return _layout(self.grid_size, self.door_cols).copy()
-
-    @property
-    def palette(self) -> np.ndarray:
-        """``(4, 3)`` uint8: the colour of each cell code (a fresh array)."""
-        return np.array(self.colors, dtype=RGB_DTYPE)
-
-
-def normalise_colors(colors: Any) -> tuple[tuple[int, int, int], ...]:
-    """``{cell code: (r, g, b)}`` over the defaults, as a tuple of four RGB tuples (hashable).
-
-    Raises:
-        ValueError: for unknown cell codes or components outside ``0..255``.
-    """
-    if isinstance(colors, tuple) and len(colors) == NUM_CELL_TYPES and all(is_rgb(rgb) for rgb in colors):
-        return tuple(tuple(int(v) for v in rgb) for rgb in colors)
-    if colors is not None and not hasattr(colors, "items"):
-        raise ValueError(f"colors={colors!r} is invalid: expected None or a dict {{cell code: (r, g, b)}}")
-    palette = dict(DEFAULT_COLORS)
-    for code, rgb in (colors or {}).items():
-        if code not in DEFAULT_COLORS:
-            raise ValueError(f"colors has cell code {code!r}: expected one of {sorted(DEFAULT_COLORS)}")
-        if not is_rgb(rgb):
-            raise ValueError(f"colors[{code}]={rgb!r} is invalid: expected (r, g, b) with each in 0..255")
-        palette[code] = tuple(int(v) for v in rgb)
-    return tuple(palette[code] for code in range(NUM_CELL_TYPES))
-
-
-def is_rgb(value: Any) -> bool:
-    """Whether ``value`` is three integers in ``0..255``."""
-    values = np.asarray(value)
-    return values.shape == (3,) and values.dtype.kind in "iu" and values.min() >= 0 and values.max() <= 255
 
 
 @functools.lru_cache(maxsize=64)
@@ -394,41 +359,8 @@ def encode_grid(params: DoorsParams, grid: Any, xp: Any = np) -> Any:
     if params.obs_mode == "onehot":
         return (cells[..., None] == xp.arange(NUM_CELL_TYPES, dtype=OBS_DTYPE)).astype(ONEHOT_DTYPE)
     if params.obs_mode == "rgb":
-        return rgb_image(cells, params.colors, params.cell_pixels, xp)
+        return pixels.rgb_image(cells, params.colors, params.cell_pixels, xp)
     raise ValueError(f"obs_mode={params.obs_mode!r} has no grid encoding: expected one of ['grid', 'onehot', 'rgb']")
-
-
-AGENT_ON_GOAL = NUM_CELL_TYPES
-"""Tile index of the agent standing on the goal (the grid shows only the agent there)."""
-
-
-def rgb_image(cells: Any, colors: tuple[tuple[int, int, int], ...], pixels: int, xp: Any = np) -> Any:
-    """``batch + (H, W)`` cell codes to ``batch + (H * p, W * p, 3)`` uint8 with ``p = pixels`` per cell.
-
-    Each cell is a ``p x p`` tile of its colour. Where the agent stands on the
-    goal (no goal code left in the grid), its tile keeps a goal-coloured border
-    ``p // 4`` pixels wide, so the goal stays visible in an episode's last frame.
-    """
-    height, width = cells.shape[-2:]
-    goal_hidden = ~xp.any(cells == GOAL, axis=(-2, -1), keepdims=True)
-    codes = xp.where((cells == AGENT) & goal_hidden, AGENT_ON_GOAL, cells.astype(POSITION_DTYPE))
-    tiles = xp.asarray(_tiles(normalise_colors(colors), pixels))
-    image = tiles[codes]  # batch + (H, W, p, p, 3)
-    image = xp.swapaxes(image, -4, -3)  # batch + (H, p, W, p, 3)
-    return image.reshape(cells.shape[:-2] + (height * pixels, width * pixels, 3))
-
-
-@functools.lru_cache(maxsize=32)
-def _tiles(colors: tuple[tuple[int, int, int], ...], pixels: int) -> np.ndarray:
-    """``(5, p, p, 3)`` uint8: a tile per cell code, then the agent on the goal (read-only, cached)."""
-    palette = np.array(colors, dtype=RGB_DTYPE)
-    tiles = np.repeat(np.repeat(palette[:, None, None, :], pixels, axis=1), pixels, axis=2)
-    border = pixels // 4
-    on_goal = np.broadcast_to(palette[GOAL], (pixels, pixels, 3)).copy()
-    on_goal[border : pixels - border, border : pixels - border] = palette[AGENT]
-    tiles = np.concatenate([tiles, on_goal[None]])
-    tiles.setflags(write=False)
-    return tiles
 
 
 def grid_observation(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:

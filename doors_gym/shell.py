@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from doors_gym import core, rendering
+from doors_gym import core, pixels, rendering
 
 
 class Picklable:
@@ -76,7 +76,7 @@ class SingleEnvShell(Picklable):
         grid = self._grid()
         if self.render_mode == "ansi":
             return rendering.grid_to_ansi(grid)
-        frame = core.rgb_image(grid, self.params.colors, self.params.cell_pixels)
+        frame = pixels.rgb_image(grid, self.params.colors, self.params.cell_pixels)
         if self.render_mode == "rgb_array":
             return frame
         if self._window is None:
@@ -116,7 +116,7 @@ class VectorEnvShell(Picklable):
         grids = self._grids()
         if self.render_mode == "ansi":
             return tuple(rendering.grid_to_ansi(grid) for grid in grids)
-        return tuple(core.rgb_image(grids, self.params.colors, self.params.cell_pixels))
+        return tuple(pixels.rgb_image(grids, self.params.colors, self.params.cell_pixels))
 
 
 def check_render_mode(render_mode: str | None, allowed: tuple[str, ...]) -> None:
