@@ -129,73 +129,19 @@ class DoorsParams:
     colors: Any = None
 
     def __post_init__(self) -> None:
-        grid_size = self.grid_size
-        if not is_int_pair(grid_size):
-            raise ValueError(
-                f"grid_size={grid_size!r} is invalid: expected a pair of integers (H, W) " "with H >= 3 and W >= 1"
-            )
-        height, width = int(grid_size[0]), int(grid_size[1])
-        if height < 3 or width < 1:
-            raise ValueError(
-                f"grid_size={tuple(grid_size)!r} is out of range: H must be >= 3 (a row above "
-                "and below the wall) and W must be >= 1"
-            )
-        if height * width > MAX_CELLS:
-            raise ValueError(
-                f"grid_size={tuple(grid_size)!r} is out of range: H * W = {height * width} cells, expected at most "
-                f"{MAX_CELLS} (4 * H * W, the sum of the observation space's nvec, must fit int16)"
-            )
-        object.__setattr__(self, "grid_size", (height, width))
-
-        n_doors = self.n_doors
-        if n_doors is not None and not _is_int(n_doors):
-            raise ValueError(f"n_doors={n_doors!r} is invalid: expected an integer in [1, {width}] (1 <= n_doors <= W)")
-        if self.door_cols is None:
-            n_doors = DEFAULT_N_DOORS if n_doors is None else int(n_doors)
-            if not 1 <= n_doors <= width:
-                raise ValueError(f"n_doors={n_doors!r} is out of range: expected 1 <= n_doors <= W = {width}")
-            door_cols = tuple(k * (width // n_doors) for k in range(n_doors))
-        else:
-            raw = self.door_cols
-            if isinstance(raw, (str, bytes)) or not hasattr(raw, "__iter__"):
-                raise ValueError(
-                    f"door_cols={raw!r} is invalid: expected a sequence of distinct integers in [0, {width})"
-                )
-            raw = tuple(raw)
-            if not raw or not all(_is_int(c) for c in raw):
-                raise ValueError(
-                    f"door_cols={raw!r} is invalid: expected a non-empty sequence of distinct "
-                    f"integers in [0, {width})"
-                )
-            bad = [int(c) for c in raw if not 0 <= c < width]
-            if bad:
-                raise ValueError(f"door_cols={raw!r} is out of range: columns {bad} are outside [0, {width})")
-            if len(set(raw)) != len(raw):
-                raise ValueError(f"door_cols={raw!r} is invalid: door columns must be distinct")
-            door_cols = tuple(sorted(int(c) for c in raw))
-            if n_doors is not None and int(n_doors) != len(door_cols):
-                raise ValueError(
-                    f"n_doors={n_doors!r} contradicts door_cols={raw!r}: expected n_doors == "
-                    f"len(door_cols) = {len(door_cols)} (or leave n_doors unset)"
-                )
-            n_doors = len(door_cols)
-        object.__setattr__(self, "n_doors", n_doors)
-        object.__setattr__(self, "door_cols", door_cols)
-
-        limit = self.max_episode_steps
-        if limit is not None:
-            if not _is_int(limit) or limit < 1:
-                raise ValueError(f"max_episode_steps={limit!r} is invalid: expected an integer >= 1 or None")
-            object.__setattr__(self, "max_episode_steps", int(limit))
-        if self.obs_mode not in OBS_MODES:
-            raise ValueError(f"obs_mode={self.obs_mode!r} is not supported: expected one of {list(OBS_MODES)}")
-        cell_pixels = self.cell_pixels
-        if not _is_int(cell_pixels) or not 1 <= cell_pixels <= pixels.MAX_CELL_PIXELS:
-            raise ValueError(
-                f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..{pixels.MAX_CELL_PIXELS}"
-            )
-        object.__setattr__(self, "cell_pixels", int(cell_pixels))
-        object.__setattr__(self, "colors", pixels.normalise_colors(self.colors))
+        height, width = _check_grid_size(self.grid_size)
+        n_doors, door_cols = _check_doors(self.n_doors, self.door_cols, width)
+        settings = {
+            "grid_size": (height, width),
+            "n_doors": n_doors,
+            "door_cols": door_cols,
+            "max_episode_steps": _check_max_episode_steps(self.max_episode_steps),
+            "obs_mode": _check_obs_mode(self.obs_mode),
+            "cell_pixels": _check_cell_pixels(self.cell_pixels),
+            "colors": pixels.normalise_colors(self.colors),
+        }
+        for name, value in settings.items():
+            object.__setattr__(self, name, value)
 
     @property
     def height(self) -> int:
@@ -234,6 +180,91 @@ class DoorsParams:
     def layout(self) -> np.ndarray:
         """``(H, W)`` ``OBS_DTYPE`` grid of walls and empty cells (no agent, no goal)."""
         return _layout(self.grid_size, self.door_cols).copy()
+
+
+def _check_grid_size(grid_size: Any) -> tuple[int, int]:
+    """``(H, W)`` as ints, or ``ValueError``: a pair of integers, ``H >= 3``, ``W >= 1``, ``H * W <= MAX_CELLS``."""
+    if not is_int_pair(grid_size):
+        raise ValueError(
+            f"grid_size={grid_size!r} is invalid: expected a pair of integers (H, W) with H >= 3 and W >= 1"
+        )
+    height, width = int(grid_size[0]), int(grid_size[1])
+    if height < 3 or width < 1:
+        raise ValueError(
+            f"grid_size={tuple(grid_size)!r} is out of range: H must be >= 3 (a row above "
+            "and below the wall) and W must be >= 1"
+        )
+    if height * width > MAX_CELLS:
+        raise ValueError(
+            f"grid_size={tuple(grid_size)!r} is out of range: H * W = {height * width} cells, expected at most "
+            f"{MAX_CELLS} (4 * H * W, the sum of the observation space's nvec, must fit int16)"
+        )
+    return height, width
+
+
+def _check_doors(n_doors: Any, door_cols: Any, width: int) -> tuple[int, tuple[int, ...]]:
+    """The number of doors and their sorted columns, from either or both, or ``ValueError``."""
+    if n_doors is not None and not _is_int(n_doors):
+        raise ValueError(f"n_doors={n_doors!r} is invalid: expected an integer in [1, {width}] (1 <= n_doors <= W)")
+    if door_cols is None:
+        return _spread_doors(n_doors, width)
+    return _check_door_cols(door_cols, n_doors, width)
+
+
+def _spread_doors(n_doors: int | None, width: int) -> tuple[int, tuple[int, ...]]:
+    """``n_doors`` (default 3) in ``1..W`` and its columns ``k * (W // n_doors)``, or ``ValueError``."""
+    n_doors = DEFAULT_N_DOORS if n_doors is None else int(n_doors)
+    if not 1 <= n_doors <= width:
+        raise ValueError(f"n_doors={n_doors!r} is out of range: expected 1 <= n_doors <= W = {width}")
+    return n_doors, tuple(k * (width // n_doors) for k in range(n_doors))
+
+
+def _check_door_cols(raw: Any, n_doors: int | None, width: int) -> tuple[int, tuple[int, ...]]:
+    """Explicit door columns, distinct integers in ``[0, W)`` (as many as ``n_doors`` if given), and their count.
+
+    Raises:
+        ValueError: naming the columns and what is allowed.
+    """
+    if isinstance(raw, (str, bytes)) or not hasattr(raw, "__iter__"):
+        raise ValueError(f"door_cols={raw!r} is invalid: expected a sequence of distinct integers in [0, {width})")
+    raw = tuple(raw)
+    if not raw or not all(_is_int(c) for c in raw):
+        raise ValueError(
+            f"door_cols={raw!r} is invalid: expected a non-empty sequence of distinct integers in [0, {width})"
+        )
+    bad = [int(c) for c in raw if not 0 <= c < width]
+    if bad:
+        raise ValueError(f"door_cols={raw!r} is out of range: columns {bad} are outside [0, {width})")
+    if len(set(raw)) != len(raw):
+        raise ValueError(f"door_cols={raw!r} is invalid: door columns must be distinct")
+    door_cols = tuple(sorted(int(c) for c in raw))
+    if n_doors is not None and int(n_doors) != len(door_cols):
+        raise ValueError(
+            f"n_doors={n_doors!r} contradicts door_cols={raw!r}: expected n_doors == "
+            f"len(door_cols) = {len(door_cols)} (or leave n_doors unset)"
+        )
+    return len(door_cols), door_cols
+
+
+def _check_max_episode_steps(limit: Any) -> int | None:
+    """The time limit as an int ``>= 1``, None (no limit of the env's own), or ``ValueError``."""
+    if limit is not None and (not _is_int(limit) or limit < 1):
+        raise ValueError(f"max_episode_steps={limit!r} is invalid: expected an integer >= 1 or None")
+    return None if limit is None else int(limit)
+
+
+def _check_obs_mode(obs_mode: Any) -> str:
+    """``obs_mode`` if it is one of :data:`OBS_MODES`, else ``ValueError``."""
+    if obs_mode not in OBS_MODES:
+        raise ValueError(f"obs_mode={obs_mode!r} is not supported: expected one of {list(OBS_MODES)}")
+    return obs_mode
+
+
+def _check_cell_pixels(cell_pixels: Any) -> int:
+    """Pixels per cell as an int in ``1..MAX_CELL_PIXELS``, or ``ValueError``."""
+    if not _is_int(cell_pixels) or not 1 <= cell_pixels <= pixels.MAX_CELL_PIXELS:
+        raise ValueError(f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..{pixels.MAX_CELL_PIXELS}")
+    return int(cell_pixels)
 
 
 @functools.lru_cache(maxsize=64)
