@@ -47,9 +47,13 @@ class SingleEnvShell(Picklable):
     _window: rendering.HumanWindow | None = None
 
     def _check_render_mode(self, render_mode: str | None) -> None:
-        """Sets ``render_mode`` after checking its name; ``human``'s pygame and display are checked by ``render``."""
+        """Sets ``render_mode`` after checking its name; ``human``'s pygame and display are checked by ``render``.
+
+        No window is open yet: ``_window`` is set on the instance, where a step reads it faster than the class's.
+        """
         check_render_mode(render_mode, tuple(self.metadata["render_modes"]))
         self.render_mode = render_mode
+        self._window = None
 
     def _grid(self) -> np.ndarray:
         """The current ``(H, W)`` grid; ``ResetNeeded`` before the first reset."""
@@ -93,7 +97,7 @@ class SingleEnvShell(Picklable):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.pop("_window", None)
+        state["_window"] = None
         return state
 
 
