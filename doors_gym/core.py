@@ -9,6 +9,9 @@ batch shape; row 0 is the top of the grid.
 ``Doors-v0`` evaluates these functions over every (cell, action) pair once and
 steps through the resulting tables; ``DoorsJax-v0`` calls them on every step.
 ``tests/test_parity.py`` holds the two to identical transitions.
+
+The cell codes come from :mod:`doors_gym.codes` (``core.AGENT`` is ``codes.AGENT``); colours and images
+belong to :mod:`doors_gym.pixels`, which the ``rgb`` observation and the check of ``colors`` call.
 """
 
 from __future__ import annotations
@@ -20,10 +23,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-EMPTY, AGENT, WALL, GOAL = 0, 1, 2, 3
-"""Cell codes of the observation grid."""
-NUM_CELL_TYPES = 4
-CELL_NAMES = ("empty", "agent", "wall", "goal")
+from doors_gym import pixels
+from doors_gym.codes import AGENT, EMPTY, GOAL, NUM_CELL_TYPES, WALL
 
 STAY, RIGHT, DOWN, LEFT, UP = 0, 1, 2, 3, 4
 """Action indices."""
@@ -43,7 +44,6 @@ grid up to :data:`MAX_CELLS`, at half the memory of int32 (which costs a quarter
 of the native vector env's throughput at 4096 envs).
 """
 ONEHOT_DTYPE = np.int8
-RGB_DTYPE = np.uint8
 POSITION_DTYPE = np.int32
 REWARD_DTYPE = np.float32
 
@@ -62,12 +62,6 @@ OBS_MODES = ("grid", "onehot", "rgb", "coords")
 - ``rgb``: the ``rgb_array`` frame, ``(H * p, W * p, 3)`` uint8 with ``p = cell_pixels``;
 - ``coords``: ``(agent_row, agent_col, goal_row, goal_col)`` int16.
 """
-
-EMPTY_COLOR, AGENT_COLOR, WALL_COLOR, GOAL_COLOR = (0, 0, 0), (0, 90, 255), (0, 170, 0), (230, 30, 30)
-DEFAULT_COLORS = {EMPTY: EMPTY_COLOR, AGENT: AGENT_COLOR, WALL: WALL_COLOR, GOAL: GOAL_COLOR}
-"""RGB colour of each cell code: empty black, agent blue, wall green, goal red."""
-DEFAULT_CELL_PIXELS = 16
-MAX_CELL_PIXELS = 256
 
 
 class DoorsState(NamedTuple):
@@ -115,7 +109,7 @@ class DoorsParams:
         obs_mode: the observation variant, one of :data:`OBS_MODES`.
         cell_pixels: pixels per cell of ``rgb_array`` frames and ``rgb``
             observations, ``1..256``.
-        colors: ``{cell code: (r, g, b)}`` over :data:`DEFAULT_COLORS`.
+        colors: ``{cell code: (r, g, b)}`` over :data:`doors_gym.pixels.DEFAULT_COLORS`.
 
     ``H * W`` may be at most :data:`MAX_CELLS`. After construction ``n_doors``
     is an int, ``door_cols`` a sorted tuple and ``colors`` a tuple of four RGB
@@ -131,75 +125,23 @@ class DoorsParams:
     door_cols: tuple[int, ...] | None = None
     max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS
     obs_mode: str = "grid"
-    cell_pixels: int = DEFAULT_CELL_PIXELS
+    cell_pixels: int = pixels.DEFAULT_CELL_PIXELS
     colors: Any = None
 
     def __post_init__(self) -> None:
-        grid_size = self.grid_size
-        if not is_int_pair(grid_size):
-            raise ValueError(
-                f"grid_size={grid_size!r} is invalid: expected a pair of integers (H, W) " "with H >= 3 and W >= 1"
-            )
-        height, width = int(grid_size[0]), int(grid_size[1])
-        if height < 3 or width < 1:
-            raise ValueError(
-                f"grid_size={tuple(grid_size)!r} is out of range: H must be >= 3 (a row above "
-                "and below the wall) and W must be >= 1"
-            )
-        if height * width > MAX_CELLS:
-            raise ValueError(
-                f"grid_size={tuple(grid_size)!r} is out of range: H * W = {height * width} cells, expected at most "
-                f"{MAX_CELLS} (4 * H * W, the sum of the observation space's nvec, must fit int16)"
-            )
-        object.__setattr__(self, "grid_size", (height, width))
-
-        n_doors = self.n_doors
-        if n_doors is not None and not _is_int(n_doors):
-            raise ValueError(f"n_doors={n_doors!r} is invalid: expected an integer in [1, {width}] (1 <= n_doors <= W)")
-        if self.door_cols is None:
-            n_doors = DEFAULT_N_DOORS if n_doors is None else int(n_doors)
-            if not 1 <= n_doors <= width:
-                raise ValueError(f"n_doors={n_doors!r} is out of range: expected 1 <= n_doors <= W = {width}")
-            door_cols = tuple(k * (width // n_doors) for k in range(n_doors))
-        else:
-            raw = self.door_cols
-            if isinstance(raw, (str, bytes)) or not hasattr(raw, "__iter__"):
-                raise ValueError(
-                    f"door_cols={raw!r} is invalid: expected a sequence of distinct integers in [0, {width})"
-                )
-            raw = tuple(raw)
-            if not raw or not all(_is_int(c) for c in raw):
-                raise ValueError(
-                    f"door_cols={raw!r} is invalid: expected a non-empty sequence of distinct "
-                    f"integers in [0, {width})"
-                )
-            bad = [int(c) for c in raw if not 0 <= c < width]
-            if bad:
-                raise ValueError(f"door_cols={raw!r} is out of range: columns {bad} are outside [0, {width})")
-            if len(set(raw)) != len(raw):
-                raise ValueError(f"door_cols={raw!r} is invalid: door columns must be distinct")
-            door_cols = tuple(sorted(int(c) for c in raw))
-            if n_doors is not None and int(n_doors) != len(door_cols):
-                raise ValueError(
-                    f"n_doors={n_doors!r} contradicts door_cols={raw!r}: expected n_doors == "
-                    f"len(door_cols) = {len(door_cols)} (or leave n_doors unset)"
-                )
-            n_doors = len(door_cols)
-        object.__setattr__(self, "n_doors", n_doors)
-        object.__setattr__(self, "door_cols", door_cols)
-
-        limit = self.max_episode_steps
-        if limit is not None:
-            if not _is_int(limit) or limit < 1:
-                raise ValueError(f"max_episode_steps={limit!r} is invalid: expected an integer >= 1 or None")
-            object.__setattr__(self, "max_episode_steps", int(limit))
-        if self.obs_mode not in OBS_MODES:
-            raise ValueError(f"obs_mode={self.obs_mode!r} is not supported: expected one of {list(OBS_MODES)}")
-        cell_pixels = self.cell_pixels
-        if not _is_int(cell_pixels) or not 1 <= cell_pixels <= MAX_CELL_PIXELS:
-            raise ValueError(f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..{MAX_CELL_PIXELS}")
-        object.__setattr__(self, "cell_pixels", int(cell_pixels))
-        object.__setattr__(self, "colors", normalise_colors(self.colors))
+        height, width = _check_grid_size(self.grid_size)
+        n_doors, door_cols = _check_doors(self.n_doors, self.door_cols, width)
+        settings = {
+            "grid_size": (height, width),
+            "n_doors": n_doors,
+            "door_cols": door_cols,
+            "max_episode_steps": _check_max_episode_steps(self.max_episode_steps),
+            "obs_mode": _check_obs_mode(self.obs_mode),
+            "cell_pixels": _check_cell_pixels(self.cell_pixels),
+            "colors": pixels.normalise_colors(self.colors),
+        }
+        for name, value in settings.items():
+            object.__setattr__(self, name, value)
 
     @property
     def height(self) -> int:
@@ -239,36 +181,90 @@ class DoorsParams:
         """``(H, W)`` ``OBS_DTYPE`` grid of walls and empty cells (no agent, no goal)."""
         return _layout(self.grid_size, self.door_cols).copy()
 
-    @property
-    def palette(self) -> np.ndarray:
-        """``(4, 3)`` uint8: the colour of each cell code (a fresh array)."""
-        return np.array(self.colors, dtype=RGB_DTYPE)
+
+def _check_grid_size(grid_size: Any) -> tuple[int, int]:
+    """``(H, W)`` as ints, or ``ValueError``: a pair of integers, ``H >= 3``, ``W >= 1``, ``H * W <= MAX_CELLS``."""
+    if not is_int_pair(grid_size):
+        raise ValueError(
+            f"grid_size={grid_size!r} is invalid: expected a pair of integers (H, W) with H >= 3 and W >= 1"
+        )
+    height, width = int(grid_size[0]), int(grid_size[1])
+    if height < 3 or width < 1:
+        raise ValueError(
+            f"grid_size={tuple(grid_size)!r} is out of range: H must be >= 3 (a row above "
+            "and below the wall) and W must be >= 1"
+        )
+    if height * width > MAX_CELLS:
+        raise ValueError(
+            f"grid_size={tuple(grid_size)!r} is out of range: H * W = {height * width} cells, expected at most "
+            f"{MAX_CELLS} (4 * H * W, the sum of the observation space's nvec, must fit int16)"
+        )
+    return height, width
 
 
-def normalise_colors(colors: Any) -> tuple[tuple[int, int, int], ...]:
-    """``{cell code: (r, g, b)}`` over the defaults, as a tuple of four RGB tuples (hashable).
+def _check_doors(n_doors: Any, door_cols: Any, width: int) -> tuple[int, tuple[int, ...]]:
+    """The number of doors and their sorted columns, from either or both, or ``ValueError``."""
+    if n_doors is not None and not _is_int(n_doors):
+        raise ValueError(f"n_doors={n_doors!r} is invalid: expected an integer in [1, {width}] (1 <= n_doors <= W)")
+    if door_cols is None:
+        return _spread_doors(n_doors, width)
+    return _check_door_cols(door_cols, n_doors, width)
+
+
+def _spread_doors(n_doors: int | None, width: int) -> tuple[int, tuple[int, ...]]:
+    """``n_doors`` (default 3) in ``1..W`` and its columns ``k * (W // n_doors)``, or ``ValueError``."""
+    n_doors = DEFAULT_N_DOORS if n_doors is None else int(n_doors)
+    if not 1 <= n_doors <= width:
+        raise ValueError(f"n_doors={n_doors!r} is out of range: expected 1 <= n_doors <= W = {width}")
+    return n_doors, tuple(k * (width // n_doors) for k in range(n_doors))
+
+
+def _check_door_cols(raw: Any, n_doors: int | None, width: int) -> tuple[int, tuple[int, ...]]:
+    """Explicit door columns, distinct integers in ``[0, W)`` (as many as ``n_doors`` if given), and their count.
 
     Raises:
-        ValueError: for unknown cell codes or components outside ``0..255``.
+        ValueError: naming the columns and what is allowed.
     """
-    if isinstance(colors, tuple) and len(colors) == NUM_CELL_TYPES and all(is_rgb(rgb) for rgb in colors):
-        return tuple(tuple(int(v) for v in rgb) for rgb in colors)
-    if colors is not None and not hasattr(colors, "items"):
-        raise ValueError(f"colors={colors!r} is invalid: expected None or a dict {{cell code: (r, g, b)}}")
-    palette = dict(DEFAULT_COLORS)
-    for code, rgb in (colors or {}).items():
-        if code not in DEFAULT_COLORS:
-            raise ValueError(f"colors has cell code {code!r}: expected one of {sorted(DEFAULT_COLORS)}")
-        if not is_rgb(rgb):
-            raise ValueError(f"colors[{code}]={rgb!r} is invalid: expected (r, g, b) with each in 0..255")
-        palette[code] = tuple(int(v) for v in rgb)
-    return tuple(palette[code] for code in range(NUM_CELL_TYPES))
+    if isinstance(raw, (str, bytes)) or not hasattr(raw, "__iter__"):
+        raise ValueError(f"door_cols={raw!r} is invalid: expected a sequence of distinct integers in [0, {width})")
+    raw = tuple(raw)
+    if not raw or not all(_is_int(c) for c in raw):
+        raise ValueError(
+            f"door_cols={raw!r} is invalid: expected a non-empty sequence of distinct integers in [0, {width})"
+        )
+    bad = [int(c) for c in raw if not 0 <= c < width]
+    if bad:
+        raise ValueError(f"door_cols={raw!r} is out of range: columns {bad} are outside [0, {width})")
+    if len(set(raw)) != len(raw):
+        raise ValueError(f"door_cols={raw!r} is invalid: door columns must be distinct")
+    door_cols = tuple(sorted(int(c) for c in raw))
+    if n_doors is not None and int(n_doors) != len(door_cols):
+        raise ValueError(
+            f"n_doors={n_doors!r} contradicts door_cols={raw!r}: expected n_doors == "
+            f"len(door_cols) = {len(door_cols)} (or leave n_doors unset)"
+        )
+    return len(door_cols), door_cols
 
 
-def is_rgb(value: Any) -> bool:
-    """Whether ``value`` is three integers in ``0..255``."""
-    values = np.asarray(value)
-    return values.shape == (3,) and values.dtype.kind in "iu" and values.min() >= 0 and values.max() <= 255
+def _check_max_episode_steps(limit: Any) -> int | None:
+    """The time limit as an int ``>= 1``, None (no limit of the env's own), or ``ValueError``."""
+    if limit is not None and (not _is_int(limit) or limit < 1):
+        raise ValueError(f"max_episode_steps={limit!r} is invalid: expected an integer >= 1 or None")
+    return None if limit is None else int(limit)
+
+
+def _check_obs_mode(obs_mode: Any) -> str:
+    """``obs_mode`` if it is one of :data:`OBS_MODES`, else ``ValueError``."""
+    if obs_mode not in OBS_MODES:
+        raise ValueError(f"obs_mode={obs_mode!r} is not supported: expected one of {list(OBS_MODES)}")
+    return obs_mode
+
+
+def _check_cell_pixels(cell_pixels: Any) -> int:
+    """Pixels per cell as an int in ``1..MAX_CELL_PIXELS``, or ``ValueError``."""
+    if not _is_int(cell_pixels) or not 1 <= cell_pixels <= pixels.MAX_CELL_PIXELS:
+        raise ValueError(f"cell_pixels={cell_pixels!r} is invalid: expected an integer in 1..{pixels.MAX_CELL_PIXELS}")
+    return int(cell_pixels)
 
 
 @functools.lru_cache(maxsize=64)
@@ -394,41 +390,8 @@ def encode_grid(params: DoorsParams, grid: Any, xp: Any = np) -> Any:
     if params.obs_mode == "onehot":
         return (cells[..., None] == xp.arange(NUM_CELL_TYPES, dtype=OBS_DTYPE)).astype(ONEHOT_DTYPE)
     if params.obs_mode == "rgb":
-        return rgb_image(cells, params.colors, params.cell_pixels, xp)
+        return pixels.rgb_image(cells, params.colors, params.cell_pixels, xp)
     raise ValueError(f"obs_mode={params.obs_mode!r} has no grid encoding: expected one of ['grid', 'onehot', 'rgb']")
-
-
-AGENT_ON_GOAL = NUM_CELL_TYPES
-"""Tile index of the agent standing on the goal (the grid shows only the agent there)."""
-
-
-def rgb_image(cells: Any, colors: tuple[tuple[int, int, int], ...], pixels: int, xp: Any = np) -> Any:
-    """``batch + (H, W)`` cell codes to ``batch + (H * p, W * p, 3)`` uint8 with ``p = pixels`` per cell.
-
-    Each cell is a ``p x p`` tile of its colour. Where the agent stands on the
-    goal (no goal code left in the grid), its tile keeps a goal-coloured border
-    ``p // 4`` pixels wide, so the goal stays visible in an episode's last frame.
-    """
-    height, width = cells.shape[-2:]
-    goal_hidden = ~xp.any(cells == GOAL, axis=(-2, -1), keepdims=True)
-    codes = xp.where((cells == AGENT) & goal_hidden, AGENT_ON_GOAL, cells.astype(POSITION_DTYPE))
-    tiles = xp.asarray(_tiles(normalise_colors(colors), pixels))
-    image = tiles[codes]  # batch + (H, W, p, p, 3)
-    image = xp.swapaxes(image, -4, -3)  # batch + (H, p, W, p, 3)
-    return image.reshape(cells.shape[:-2] + (height * pixels, width * pixels, 3))
-
-
-@functools.lru_cache(maxsize=32)
-def _tiles(colors: tuple[tuple[int, int, int], ...], pixels: int) -> np.ndarray:
-    """``(5, p, p, 3)`` uint8: a tile per cell code, then the agent on the goal (read-only, cached)."""
-    palette = np.array(colors, dtype=RGB_DTYPE)
-    tiles = np.repeat(np.repeat(palette[:, None, None, :], pixels, axis=1), pixels, axis=2)
-    border = pixels // 4
-    on_goal = np.broadcast_to(palette[GOAL], (pixels, pixels, 3)).copy()
-    on_goal[border : pixels - border, border : pixels - border] = palette[AGENT]
-    tiles = np.concatenate([tiles, on_goal[None]])
-    tiles.setflags(write=False)
-    return tiles
 
 
 def grid_observation(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:

@@ -1,64 +1,37 @@
-"""Pictures of the grid: RGB frames, text, a pygame window and video files.
+"""Showing and saving the grid: text, a pygame window and video files.
 
-Shared by every env in the package. Only NumPy is imported here; pygame and
-OpenCV are imported by the functions that need them (the ``render`` extra), and
-their absence is reported with the extra to install.
+Shared by every env in the package; the RGB frames themselves are drawn by
+:mod:`doors_gym.pixels`. Only NumPy is imported here; pygame and OpenCV are
+imported by the functions that need them (the ``render`` extra), and their
+absence is reported with the extra to install.
 """
 
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from doors_gym import core
-from doors_gym.core import AGENT, DEFAULT_CELL_PIXELS, DEFAULT_COLORS, EMPTY, GOAL, NUM_CELL_TYPES, WALL
+from doors_gym.codes import AGENT, EMPTY, GOAL, NUM_CELL_TYPES, WALL
 from doors_gym.extras import import_pygame, require, require_display
+from doors_gym.pixels import DEFAULT_CELL_PIXELS
 
 __all__ = [
     "ANSI_CHARS",
     "DEFAULT_CELL_PIXELS",
-    "DEFAULT_COLORS",
     "HumanWindow",
     "RENDER_MODES",
     "VIDEO_SUFFIXES",
     "grid_to_ansi",
-    "grid_to_rgb",
-    "make_palette",
     "read_video_frame_count",
-    "validate_cell_pixels",
     "write_video",
 ]
 
 ANSI_CHARS = {EMPTY: ".", AGENT: "A", WALL: "#", GOAL: "G"}
 RENDER_MODES = ("human", "rgb_array", "ansi")
 VIDEO_SUFFIXES = (".mp4", ".gif")
-
-
-def make_palette(colors: Mapping[int, Sequence[int]] | None = None) -> np.ndarray:
-    """``(4, 3)`` uint8 palette from a ``{cell code: (r, g, b)}`` mapping over the defaults.
-
-    Raises:
-        ValueError: for unknown cell codes or components outside ``0..255``.
-    """
-    return np.array(core.normalise_colors(colors), dtype=np.uint8)
-
-
-def validate_cell_pixels(cell_pixels: Any) -> int:
-    """Returns ``cell_pixels`` as an int in ``1..256`` or raises ``ValueError``."""
-    return core.DoorsParams(cell_pixels=cell_pixels).cell_pixels
-
-
-def grid_to_rgb(grid: np.ndarray, palette: np.ndarray, cell_pixels: int = DEFAULT_CELL_PIXELS) -> np.ndarray:
-    """``(H, W)`` cell codes to an ``(H * p, W * p, 3)`` uint8 image, ``p = cell_pixels``.
-
-    The agent standing on the goal keeps a goal-coloured border (see
-    :func:`doors_gym.core.rgb_image`, which the ``rgb`` observation uses too).
-    """
-    colors = tuple(tuple(int(v) for v in rgb) for rgb in np.asarray(palette).tolist())
-    return core.rgb_image(np.asarray(grid), colors, cell_pixels)
 
 
 def grid_to_ansi(grid: np.ndarray) -> str:

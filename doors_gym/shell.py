@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from doors_gym import core, rendering
+from doors_gym import core, pixels, rendering
 
 
 class Picklable:
@@ -47,9 +47,13 @@ class SingleEnvShell(Picklable):
     _window: rendering.HumanWindow | None = None
 
     def _check_render_mode(self, render_mode: str | None) -> None:
-        """Sets ``render_mode`` after checking its name; ``human``'s pygame and display are checked by ``render``."""
+        """Sets ``render_mode`` after checking its name; ``human``'s pygame and display are checked by ``render``.
+
+        No window is open yet: ``_window`` is set on the instance, where a step reads it faster than the class's.
+        """
         check_render_mode(render_mode, tuple(self.metadata["render_modes"]))
         self.render_mode = render_mode
+        self._window = None
 
     def _grid(self) -> np.ndarray:
         """The current ``(H, W)`` grid; ``ResetNeeded`` before the first reset."""
@@ -76,7 +80,7 @@ class SingleEnvShell(Picklable):
         grid = self._grid()
         if self.render_mode == "ansi":
             return rendering.grid_to_ansi(grid)
-        frame = core.rgb_image(grid, self.params.colors, self.params.cell_pixels)
+        frame = pixels.rgb_image(grid, self.params.colors, self.params.cell_pixels)
         if self.render_mode == "rgb_array":
             return frame
         if self._window is None:
@@ -93,7 +97,7 @@ class SingleEnvShell(Picklable):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.pop("_window", None)
+        state["_window"] = None
         return state
 
 
@@ -116,7 +120,7 @@ class VectorEnvShell(Picklable):
         grids = self._grids()
         if self.render_mode == "ansi":
             return tuple(rendering.grid_to_ansi(grid) for grid in grids)
-        return tuple(core.rgb_image(grids, self.params.colors, self.params.cell_pixels))
+        return tuple(pixels.rgb_image(grids, self.params.colors, self.params.cell_pixels))
 
 
 def check_render_mode(render_mode: str | None, allowed: tuple[str, ...]) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
-from doors_gym import core
+from doors_gym import core, pixels
 from doors_gym.core import NUM_ACTIONS, WALL, DoorsParams, DoorsState
 
 RESET_OPTIONS = ("agent_pos", "goal_pos")
@@ -87,7 +87,7 @@ def _make_params(
     door_cols: Any = None,
     max_episode_steps: Any = None,
     obs_mode: Any = "grid",
-    cell_pixels: Any = core.DEFAULT_CELL_PIXELS,
+    cell_pixels: Any = pixels.DEFAULT_CELL_PIXELS,
     colors: Any = None,
     *,
     default_limit: int | None,
@@ -128,7 +128,7 @@ def observation_space(params: DoorsParams) -> spaces.Space:
         return spaces.MultiBinary((params.height, params.width, core.NUM_CELL_TYPES))
     if mode == "rgb":
         shape = (params.height * params.cell_pixels, params.width * params.cell_pixels, 3)
-        return spaces.Box(0, 255, shape, dtype=core.RGB_DTYPE)
+        return spaces.Box(0, 255, shape, dtype=pixels.RGB_DTYPE)
     nvec = np.array([params.height, params.width, params.height, params.width], dtype=core.OBS_DTYPE)
     return spaces.MultiDiscrete(nvec, dtype=core.OBS_DTYPE)
 

@@ -14,7 +14,8 @@ from gymnasium.vector.utils import batch_space
 from typing_extensions import Unpack
 
 from doors_gym import core
-from doors_gym.core import AGENT, EMPTY, GOAL, DoorsParams, DoorsState
+from doors_gym.core import DoorsParams, DoorsState
+from doors_gym.envs.kernel import advance, draw, step_limit
 from doors_gym.shell import VectorEnvShell, require_reset
 from doors_gym.spaces import (
     EnvKeywords,
@@ -83,7 +84,7 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         self._obs_offset = np.arange(self.num_envs, dtype=np.intp) * num_cells
         self._all_envs = np.ones(self.num_envs, dtype=bool)
         self._layout = self.params.layout.reshape(-1)
-        self._limit = self.params.max_episode_steps or np.iinfo(np.int64).max
+        self._limit = step_limit(self.params)
         self._generators: list[np.random.Generator | None] = [None] * self.num_envs
         self._agent = np.zeros(self.num_envs, dtype=np.intp)
         self._goal = np.zeros(self.num_envs, dtype=np.intp)
@@ -128,8 +129,8 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         self._needs_reset[indices] = False
         self._distance[indices] = self._distances(self._agent[indices], self._goal[indices])
         self._obs[indices] = self._layout
-        self._obs[indices, goal] = GOAL
-        self._obs[indices, agent] = AGENT
+        offset = self._obs_offset[indices]
+        draw(self._flat_obs, offset + agent, offset + goal)
 
     def _distances(self, agent: np.ndarray, goal: np.ndarray) -> np.ndarray:
         if self._distance_table is not None:
@@ -148,16 +149,13 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         new = self._next_cell[old * core.NUM_ACTIONS + actions]
         distance = self._distances(new, goal)
         rewards = core.reward(self._distance, distance)
-        flat_obs = self._flat_obs
-        # An agent standing on its goal ended its episode last step: its row is
-        # rebuilt below, so the cell it leaves can always be written as empty.
-        flat_obs[self._obs_offset + old] = EMPTY
-        flat_obs[self._obs_offset + new] = AGENT
         self._agent = new
         self._distance = distance
         self._time += 1
-        terminated = new == goal
-        truncated = self._time >= self._limit
+        offset = self._obs_offset
+        terminated, truncated = advance(
+            self._flat_obs, offset + old, offset + new, offset + goal, self._time, self._limit
+        )
 
         if self._needs_reset.any():
             resetting = self._needs_reset.nonzero()[0]

@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium.experimental.functional import FuncEnv
 from jax.experimental import checkify
 
-from doors_gym import core, rendering
+from doors_gym import core, pixels
 from doors_gym.core import NUM_ACTIONS, DoorsParams, DoorsState
 from doors_gym.spaces import make_spaces
 
@@ -312,12 +312,15 @@ class DoorsFuncEnv(FuncEnv):
         colors: Any = None,
         **kwargs: Any,
     ) -> RenderState:
-        """Palette and cell size for :meth:`render_image` (by default those of ``params``)."""
-        params = self._params(params)
-        return RenderState(
-            params.palette if colors is None else rendering.make_palette(colors),
-            params.cell_pixels if cell_pixels is None else rendering.validate_cell_pixels(cell_pixels),
+        """Palette and cell size for :meth:`render_image`: those of ``params``, or ``cell_pixels`` and ``colors``.
+
+        Given values are checked as :class:`DoorsParams` checks them (``ValueError`` naming the value).
+        """
+        settings = {"cell_pixels": cell_pixels, "colors": colors}
+        params = dataclasses.replace(
+            self._params(params), **{name: value for name, value in settings.items() if value is not None}
         )
+        return RenderState(pixels.make_palette(params.colors), params.cell_pixels)
 
     def render_image(
         self, state: DoorsState, render_state: RenderState, params: DoorsParams | None = None
@@ -325,7 +328,7 @@ class DoorsFuncEnv(FuncEnv):
         """``(render_state, frame)``: a uint8 RGB frame of one state."""
         params = self._params(params)
         grid = np.asarray(core.grid_observation(params, state, jnp)).reshape(params.grid_size)
-        return render_state, rendering.grid_to_rgb(grid, render_state.palette, render_state.cell_pixels)
+        return render_state, pixels.grid_to_rgb(grid, render_state.palette, render_state.cell_pixels)
 
     def render_close(self, render_state: RenderState, params: DoorsParams | None = None) -> None:
         """Nothing to release."""

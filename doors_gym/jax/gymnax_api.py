@@ -36,13 +36,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from doors_gym import core
+from doors_gym import core, pixels
 from doors_gym.core import NUM_ACTIONS, DoorsParams, DoorsState
 from doors_gym.jax import functional as F
 from doors_gym.spaces import make_params
-
 
 FINAL_OBSERVATION = "final_observation"
 """The ``info`` key of the observation an episode ended on, with ``DoorsGymnax(final_observation=True)``."""
@@ -172,6 +170,7 @@ class DoorsGymnax:
         if mode == "onehot":
             return box(0, 1, (params.height, params.width, core.NUM_CELL_TYPES), core.ONEHOT_DTYPE)
         if mode == "rgb":
-            return box(0, 255, (params.height * params.cell_pixels, params.width * params.cell_pixels, 3), np.uint8)
+            shape = (params.height * params.cell_pixels, params.width * params.cell_pixels, 3)
+            return box(0, 255, shape, pixels.RGB_DTYPE)
         high = jnp.array([params.height, params.width, params.height, params.width], dtype=core.OBS_DTYPE) - 1
         return box(0, high, (4,), core.OBS_DTYPE)

@@ -11,6 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 from doors_gym import core
 from doors_gym.core import AGENT, GOAL, OBS_MODES, WALL
+from doors_gym.pixels import DEFAULT_COLORS
 
 ENV_IDS = ["Doors-v0", "DoorsJax-v0"]
 
@@ -87,7 +88,7 @@ def test_the_goal_stays_visible_in_the_last_frame():
     frame = env.render()
     np.testing.assert_array_equal(obs, frame)
     tile = frame[0:8, 32:40]
-    palette = core.DEFAULT_COLORS
+    palette = DEFAULT_COLORS
     assert tuple(tile[0, 0]) == palette[GOAL] and tuple(tile[7, 7]) == palette[GOAL]  # the goal's border
     assert tuple(tile[4, 4]) == palette[AGENT]  # the agent inside it
     # Before the goal is reached the agent's tile is plain.

@@ -6,6 +6,7 @@ import pytest
 
 from doors_gym import rendering
 from doors_gym.envs.doors import DoorsEnv
+from doors_gym.pixels import DEFAULT_COLORS, grid_to_rgb, make_palette
 
 HEIGHT = WIDTH = 15
 WALL_ROW = 7
@@ -64,8 +65,8 @@ def test_custom_colours_are_used():
     frame = env.render()
     assert np.all(_cell(frame, *GOAL_POS, 2) == (255, 255, 0))
     # The other colours keep their defaults.
-    np.testing.assert_array_equal(_cell(frame, *AGENT_POS, 2)[0, 0], rendering.DEFAULT_COLORS[1])
-    np.testing.assert_array_equal(_cell(frame, WALL_ROW, 1, 2)[0, 0], rendering.DEFAULT_COLORS[2])
+    np.testing.assert_array_equal(_cell(frame, *AGENT_POS, 2)[0, 0], DEFAULT_COLORS[1])
+    np.testing.assert_array_equal(_cell(frame, WALL_ROW, 1, 2)[0, 0], DEFAULT_COLORS[2])
 
 
 def test_rendering_returns_a_fresh_frame():
@@ -124,9 +125,9 @@ def test_human_window_shows_the_frame():
     env = DoorsEnv(render_mode="human", cell_pixels=2)
     try:
         env.reset(seed=0, options={"agent_pos": AGENT_POS, "goal_pos": GOAL_POS})
-        pixels = pygame.surfarray.array3d(pygame.display.get_surface())  # (width, height, 3)
-        assert tuple(pixels[AGENT_POS[1] * 2, AGENT_POS[0] * 2]) == rendering.DEFAULT_COLORS[1]
-        assert tuple(pixels[GOAL_POS[1] * 2, GOAL_POS[0] * 2]) == rendering.DEFAULT_COLORS[3]
+        screen = pygame.surfarray.array3d(pygame.display.get_surface())  # (width, height, 3)
+        assert tuple(screen[AGENT_POS[1] * 2, AGENT_POS[0] * 2]) == DEFAULT_COLORS[1]
+        assert tuple(screen[GOAL_POS[1] * 2, GOAL_POS[0] * 2]) == DEFAULT_COLORS[3]
     finally:
         env.close()
 
@@ -222,8 +223,8 @@ def test_write_video_rejects_bad_input(tmp_path, frames, name, fps, message):
 def test_grid_helpers_on_a_hand_built_grid():
     grid = np.array([[0, 1], [2, 3]], dtype=np.int8)
     assert rendering.grid_to_ansi(grid) == ".A\n#G"
-    palette = rendering.make_palette()
-    image = rendering.grid_to_rgb(grid, palette, 3)
+    palette = make_palette()
+    image = grid_to_rgb(grid, palette, 3)
     assert image.shape == (6, 6, 3) and image.dtype == np.uint8
     for (row, col), code in np.ndenumerate(grid):
-        assert np.all(image[row * 3 : row * 3 + 3, col * 3 : col * 3 + 3] == rendering.DEFAULT_COLORS[int(code)])
+        assert np.all(image[row * 3 : row * 3 + 3, col * 3 : col * 3 + 3] == DEFAULT_COLORS[int(code)])

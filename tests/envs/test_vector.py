@@ -8,7 +8,9 @@ import pytest
 from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode
 
-from doors_gym.core import AGENT, GOAL
+from doors_gym import core
+from doors_gym.core import AGENT, GOAL, DoorsState
+from doors_gym.envs.doors import DoorsEnv
 from doors_gym.envs.vector import DoorsVectorEnv
 from doors_gym.oracle import OraclePolicy
 
@@ -275,6 +277,23 @@ def test_state_and_set_state_round_trip():
     other_obs = other.set_state(state)
     np.testing.assert_array_equal(other_obs, obs_at_state)
     np.testing.assert_array_equal(other.step(stay)[0], env.step(stay)[0])
+
+
+def test_an_agent_set_on_its_goal_leaves_it_drawn_as_the_single_env_does():
+    """``set_state`` may put the agent on its goal; the step off it shows the goal again, in both envs."""
+    on_goal = DoorsState(*(np.int32(value) for value in (0, 3, 0, 3, 5)))  # agent and goal at (0, 3)
+    vector, single = DoorsVectorEnv(1), DoorsEnv()
+    vector.reset(seed=0)
+    single.reset(seed=0)
+    batch = DoorsState(*(np.array([field]) for field in on_goal))
+    np.testing.assert_array_equal(vector.set_state(batch)[0], single.set_state(on_goal))
+    vector_obs, _, vector_terminated, _, _ = vector.step(np.array([core.DOWN]))
+    single_obs, _, single_terminated, _, _ = single.step(core.DOWN)
+    np.testing.assert_array_equal(vector_obs[0], single_obs)
+    assert not vector_terminated[0] and not single_terminated
+    stepped_off = on_goal._replace(agent_row=np.int32(1), time=np.int32(6))
+    np.testing.assert_array_equal(single_obs, core.grid_observation(single.params, stepped_off))
+    assert single_obs[3] == GOAL and single_obs[15 + 3] == AGENT
 
 
 def test_set_state_with_mask_and_bad_states():

@@ -10,7 +10,7 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from doors_gym import rendering  # noqa: E402
+from doors_gym import pixels  # noqa: E402
 from doors_gym.core import AGENT, GOAL, STAY, UP, WALL, DoorsParams, DoorsState  # noqa: E402
 from doors_gym.jax import functional as F  # noqa: E402
 
@@ -270,7 +270,7 @@ def test_func_env_methods_agree_with_pure_functions():
     render_state = env.render_init(cell_pixels=3)
     render_state, frame = env.render_image(make_state(14, 3, 0, 4), render_state)
     assert frame.shape == (45, 45, 3) and frame.dtype == np.uint8
-    palette = rendering.make_palette()
+    palette = pixels.make_palette()
     np.testing.assert_array_equal(frame[14 * 3, 3 * 3], palette[AGENT])
     np.testing.assert_array_equal(frame[0, 4 * 3], palette[GOAL])
     np.testing.assert_array_equal(frame[7 * 3, 1 * 3], palette[WALL])
