@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from . import report, tracking
+from . import reporting, tracking
 from .arms import ARMS, get_arm
 from .config import DQNConfig, Hyperparameters, RunSettings, check_at_least, field
 from .loop import NonFiniteLoss
@@ -520,14 +520,14 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
                         objective, n_trials=remaining, timeout=options.timeout, callbacks=callbacks, gc_after_trial=True
                     )
             mark_killed_runs(study)
-            report.log_study_plots(study)
+            reporting.log_study_plots(study)
             chosen = None
             if options.confirm_top:
                 chosen = confirm_best(study, arm.name, base_config, options)
     if options.preset_out:
         write_best_preset(study, base_config, options.preset_out, chosen)
     if options.summary_out:
-        report.write_study_summary(study, options.summary_out)
+        reporting.write_study_summary(study, options.summary_out)
     return study
 
 

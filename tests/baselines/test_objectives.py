@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from doors_gym_baselines import search, statistics
+from doors_gym_baselines import search
 from doors_gym_baselines.config import DQNConfig, RunSettings
 from doors_gym_baselines.evaluation import Evaluation
 from doors_gym_baselines.loop import EvaluationSchedule
@@ -18,6 +18,7 @@ from doors_gym_baselines.metrics import (
     seconds_to_solved,
     solved_since,
 )
+from doors_gym_baselines.reporting import statistics
 
 SOLVED = (1.0, 0.8)
 UNSOLVED = (0.5, 0.3)

@@ -370,7 +370,7 @@ def test_bad_flags_exit_2_with_a_clear_message(
 
 
 def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, monkeypatch):
-    from doors_gym_baselines import report
+    from doors_gym_baselines import reporting
 
     tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "race")
     study = optuna.create_study(direction="maximize")
@@ -385,7 +385,7 @@ def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, mon
 
     monkeypatch.setattr(mlflow, "set_tags", set_tags_losing_once)
     with mlflow.start_run() as run:
-        report.log_study_plots(study)
+        reporting.log_study_plots(study)
     assert len(calls) == 2
     tags = mlflow.MlflowClient().get_run(run.info.run_id).data.tags
     assert tags["best.trial"] == str(study.best_trial.number) and "best.x" in tags
