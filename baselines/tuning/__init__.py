@@ -51,6 +51,7 @@ from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS, describe_sco
 from .space import SPACE, hyperparameters_from_params, params_for, suggest_hyperparameters
 from .study import (
     DEFAULT_STORAGE,
+    StorageUnreachable,
     create_study,
     finished_trials,
     first_rung,
@@ -71,6 +72,7 @@ __all__ = [
     "TUNING_RUN",
     "TUNING_SEED",
     "TUNING_SEEDS",
+    "StorageUnreachable",
     "TrackedTrial",
     "TuneOptions",
     "check_trial_run",

@@ -30,9 +30,19 @@ FINISHED = ("COMPLETE", "PRUNED")
 """The trial states ``--n-trials`` counts."""
 
 
+class StorageUnreachable(ValueError):
+    """The study's storage cannot be opened: a bad URL, a missing database or driver, no connection."""
+
+
 def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_period: int = GRACE_PERIOD) -> Any:
-    """An ``optuna.storages.RDBStorage`` at ``url`` with a heartbeat; ``ValueError`` if unreachable."""
+    """An ``optuna.storages.RDBStorage`` at ``url`` with a heartbeat.
+
+    Raises :class:`StorageUnreachable` (a ``ValueError``, so the command line reports it as a bad flag) when
+    the database cannot be reached or the URL is not one SQLAlchemy opens; a missing driver's ``ValueError``
+    names the package to install. Other errors are raised as they are.
+    """
     import optuna
+    import sqlalchemy.exc
 
     tracking.check_driver("storage", url)
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
@@ -46,8 +56,8 @@ def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_p
 
     try:
         return tracking.retry_creation_race(create)  # workers started together race to create the schema
-    except Exception as error:  # noqa: BLE001 - driver, network and path errors all mean "unreachable"
-        raise ValueError(
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError, OSError) as error:  # the URL, the driver, the network
+        raise StorageUnreachable(
             f"storage={tracking.display_url(url)!r} is unreachable: {type(error).__name__}: "
             f"{tracking.first_line(error)}; "
             "expected an SQLAlchemy URL such as sqlite:///optuna.db or postgresql+psycopg2://user@host/db"

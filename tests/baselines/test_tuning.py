@@ -370,6 +370,19 @@ def test_bad_flags_exit_2_with_a_clear_message(
     assert message in capsys.readouterr().err
 
 
+def test_an_unreachable_storage_is_its_own_error_and_a_bug_is_not_one(tmp_path, monkeypatch) -> None:
+    with pytest.raises(tuning.StorageUnreachable, match="is unreachable: OperationalError"):
+        tuning.open_storage(f"sqlite:///{tmp_path / 'no' / 'such' / 'folder' / 'optuna.db'}")
+    assert issubclass(tuning.StorageUnreachable, ValueError)  # the command line reports it as a bad flag
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug, not an unreachable storage")
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", broken)
+    with pytest.raises(TypeError, match="a bug"):
+        tuning.open_storage(f"sqlite:///{tmp_path / 'optuna.db'}")
+
+
 def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, monkeypatch):
     from doors_gym_baselines import reporting
 
