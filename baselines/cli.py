@@ -225,7 +225,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def describe_outcome(outcome: Any, options: CompareOptions) -> str:
     """What ``compare`` prints at its end: the compact table, then where the files and the runs went."""
-    from .report import terminal_table
+    from .reporting import terminal_table
     from .tracking import display_url, tracking_uri, ui_command
 
     paths = list(outcome.paths.values())

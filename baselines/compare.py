@@ -6,7 +6,7 @@ hyperparameters and budget (each arm's own tuned preset by default; see
 :mod:`doors_gym_baselines.presets`), on seeds other than the tuning seeds
 (100-109 by default; tuning trains 0-9), evaluates the greedy policy from every start/goal pair
 (episodes never used for training), and writes under ``--out`` the tables and
-the plot of :mod:`doors_gym_baselines.report`, and ``runs/*.json``: each
+the plot of :mod:`doors_gym_baselines.reporting`, and ``runs/*.json``: each
 finished (arm, seeds) run, so a killed comparison resumes where it stopped (a
 run is reused only if its config is identical).
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import doors_gym
 
-from . import report, tracking
+from . import reporting, tracking
 from .arms import ARMS, Arm, get_arm
 from .config import DQNConfig, RunSettings, check_at_least, check_choice, field
 from .presets import RUN_FIELDS, Preset, check_preset, load_preset, preset_field
@@ -105,7 +105,7 @@ def arm_config(options: CompareOptions, arm: Arm, run: RunSettings | None = None
     return arm.configure(config), preset.label
 
 
-def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[report.SeedRun]:
+def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[reporting.SeedRun]:
     """Each seed's figures and curve; seeds trained together share the wall clock, split evenly.
 
     So does their time to solved: a seed's is the run's clock when it was
@@ -114,7 +114,7 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[report.SeedRun]
     runs = []
     for index, seed in enumerate(seeds):
         curve = tuple(
-            report.CurvePoint(
+            reporting.CurvePoint(
                 seconds=row.seconds,
                 step=row.step,
                 rolling_reward=row.per_seed[index].rolling_reward,
@@ -129,7 +129,7 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[report.SeedRun]
             solved_at = seconds_to_first_window(result.history, hold_out, index) / len(seeds)
         final = result.history[-1].per_seed[index]
         runs.append(
-            report.SeedRun(
+            reporting.SeedRun(
                 seed=seed,
                 wall_seconds=result.wall_seconds / len(seeds),
                 seconds_to_solved=solved_at,
@@ -159,7 +159,7 @@ def _cache_key(config: DQNConfig) -> dict[str, Any]:
     return values
 
 
-def _load_cached(path: pathlib.Path, config: DQNConfig) -> tuple[list[report.SeedRun], str | None] | None:
+def _load_cached(path: pathlib.Path, config: DQNConfig) -> tuple[list[reporting.SeedRun], str | None] | None:
     """A finished run's per-seed figures and model URI, if its config is ``config``."""
     if not path.exists():
         return None
@@ -169,16 +169,16 @@ def _load_cached(path: pathlib.Path, config: DQNConfig) -> tuple[list[report.See
         return None
     if saved.get("config") != _cache_key(config):
         return None
-    return [report.SeedRun.from_dict(seed) for seed in saved["seeds"]], saved.get("model_uri")
+    return [reporting.SeedRun.from_dict(seed) for seed in saved["seeds"]], saved.get("model_uri")
 
 
-def best_seed(runs: Sequence[report.SeedRun]) -> int:
+def best_seed(runs: Sequence[reporting.SeedRun]) -> int:
     """The index of the best seed: solved first, then greedy per-step reward, then rolling reward."""
     scores = [(run.solved, run.greedy_step_reward, run.rolling_reward) for run in runs]
     return max(range(len(runs)), key=scores.__getitem__)
 
 
-def run_arm(options: CompareOptions, arm: Arm, run: RunSettings | None = None) -> list[report.ArmRuns]:
+def run_arm(options: CompareOptions, arm: Arm, run: RunSettings | None = None) -> list[reporting.ArmRuns]:
     """Trains one arm over every seed, one seed per run, as every arm does; per-seed figures.
 
     An arm that can train seeds together (under one ``vmap``) also trains them all in one run: a row of
@@ -193,22 +193,22 @@ def run_arm(options: CompareOptions, arm: Arm, run: RunSettings | None = None) -
         champion, model_uri = models[best_seed([run for run, _ in models])]
         version = register_champion(arm, model_uri)
         print(f"  {arm.name}: seed {champion.seed} registered as version {version} of doors-{arm.name}@champion")
-    rows = [report.ArmRuns(arm=arm, hyperparameters=origin, config=config, seeds=tuple(per_seed))]
+    rows = [reporting.ArmRuns(arm=arm, hyperparameters=origin, config=config, seeds=tuple(per_seed))]
     if arm.seeds_in_one_run and len(seeds) > 1:
         together, _ = train_groups(options, arm, config, origin, [seeds])
-        rows.append(report.ArmRuns(arm, origin, config, tuple(together), seeds_in_one_run=len(seeds)))
+        rows.append(reporting.ArmRuns(arm, origin, config, tuple(together), seeds_in_one_run=len(seeds)))
     return rows
 
 
 def train_groups(
     options: CompareOptions, arm: Arm, config: DQNConfig, origin: str, groups: list[list[int]]
-) -> tuple[list[report.SeedRun], list[tuple[report.SeedRun, str]]]:
+) -> tuple[list[reporting.SeedRun], list[tuple[reporting.SeedRun, str]]]:
     """Trains ``arm`` once per group of seeds (finished runs reused); each seed's figures, and each run's
     best seed with its logged model."""
     import mlflow
 
-    per_seed: list[report.SeedRun] = []
-    models: list[tuple[report.SeedRun, str]] = []
+    per_seed: list[reporting.SeedRun] = []
+    models: list[tuple[reporting.SeedRun, str]] = []
     for group in groups:
         group_config = config.replace(seed=group[0], num_seeds=len(group))
         cache = _cache_path(options, arm, group)
@@ -265,7 +265,7 @@ def describe_rolling(figures: Sequence[report.SeedRun]) -> str:
 class Outcome:
     """What :func:`compare` returns: the summary rows, the oracle's row, the table and the files written."""
 
-    rows: list[report.Summary]
+    rows: list[reporting.Summary]
     oracle: dict[str, float]
     table: str
     paths: dict[str, pathlib.Path]
@@ -305,10 +305,10 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
             for arm in map(get_arm, options.arms):
                 print(f"{arm.name}: training {options.seeds} seeds", flush=True)
                 results += run_arm(options, arm, run)
-            rows = report.summarise_all(results)
-            oracle = report.oracle_row(base.params)
-            table = report.markdown_table(rows, oracle, base, report.machine_line())
-            paths = report.write_all(out, table, rows, oracle, results)
+            rows = reporting.summarise_all(results)
+            oracle = reporting.oracle_row(base.params)
+            table = reporting.markdown_table(rows, oracle, base, reporting.machine_line())
+            paths = reporting.write_all(out, table, rows, oracle, results)
             for path in paths.values():
                 mlflow.log_artifact(str(path))
             for row in rows:

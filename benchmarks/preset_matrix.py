@@ -31,7 +31,7 @@ from doors_gym_baselines.config import Hyperparameters  # noqa: E402
 from doors_gym_baselines.runtime import prepare_host_devices  # noqa: E402
 from doors_gym_baselines.metrics import seconds_to_solved  # noqa: E402
 from doors_gym_baselines.presets import SHARED, HYPERPARAMS_DIR, load_preset, tuned_path, write_preset  # noqa: E402
-from doors_gym_baselines.search import objective_score  # noqa: E402
+from doors_gym_baselines.tuning import objective_score  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "tuning"

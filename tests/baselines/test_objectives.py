@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from doors_gym_baselines import search, statistics
 from doors_gym_baselines.config import DQNConfig, RunSettings
 from doors_gym_baselines.evaluation import Evaluation
 from doors_gym_baselines.loop import EvaluationSchedule
@@ -18,6 +17,8 @@ from doors_gym_baselines.metrics import (
     seconds_to_solved,
     solved_since,
 )
+from doors_gym_baselines.reporting import statistics
+from doors_gym_baselines.tuning import scores
 
 SOLVED = (1.0, 0.8)
 UNSOLVED = (0.5, 0.3)
@@ -52,24 +53,24 @@ def test_a_seed_trained_with_others_is_solved_where_its_own_run_would_have_stopp
 def test_time_to_solved_score_counts_compile_time_and_penalises_unsolved_runs() -> None:
     run = RunSettings(total_steps=100, eval_every=10, hold_out_steps=20)
     solved = curve((10, 4.0, UNSOLVED), (20, 5.0, SOLVED), (30, 6.0, SOLVED), (40, 7.0, SOLVED))
-    assert search.time_to_solved_score(solved, run, final=True) == 5.0
+    assert scores.time_to_solved_score(solved, run, final=True) == 5.0
     # At the end a streak shorter than the hold-out window is unsolved: the budget (its wall time) plus the penalty,
     # 1 to 2 times, by the shortfall (here 0: it is solved, only too briefly).
     short = solved[:3]
-    assert search.time_to_solved_score(short, run, final=True, penalty_seconds=100) == pytest.approx(6.0 + 100)
+    assert scores.time_to_solved_score(short, run, final=True, penalty_seconds=100) == pytest.approx(6.0 + 100)
     # While training, a current streak counts from its start, and an unsolved run is projected to the budget.
-    assert search.time_to_solved_score(short, run, final=False) == 5.0
-    unsolved = search.time_to_solved_score(solved[:1], run, final=False, penalty_seconds=100)
+    assert scores.time_to_solved_score(short, run, final=False) == 5.0
+    unsolved = scores.time_to_solved_score(solved[:1], run, final=False, penalty_seconds=100)
     gap = 0.5 * ((0.99 - 0.5) / 0.99 + (0.75 - 0.3) / 0.75)
     assert unsolved == pytest.approx(4.0 * 100 / 10 + 100 * (1 + gap))
     # The further from solved, the worse the score at the same time.
     worse = curve((10, 4.0, (0.1, -0.2)))
-    assert search.time_to_solved_score(worse, run, final=False) > search.time_to_solved_score(solved[:1], run, False)
+    assert scores.time_to_solved_score(worse, run, final=False) > scores.time_to_solved_score(solved[:1], run, False)
     with pytest.raises(ValueError, match="history is empty"):
-        search.time_to_solved_score([], run, final=True)
+        scores.time_to_solved_score([], run, final=True)
     with pytest.raises(ValueError, match="objective='reward' is not supported"):
-        search.objective_score("reward", solved, run, final=True)
-    assert search.OBJECTIVES == {"time-to-solved": "minimize", "learning-curve": "maximize"}
+        scores.objective_score("reward", solved, run, final=True)
+    assert scores.OBJECTIVES == {"time-to-solved": "minimize", "learning-curve": "maximize"}
 
 
 def test_a_run_that_stops_when_solved_stops_after_the_hold_out_window() -> None:

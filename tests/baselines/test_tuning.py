@@ -20,7 +20,8 @@ mlflow = pytest.importorskip("mlflow")
 pytest.importorskip("flax")
 pytest.importorskip("torch")
 
-from doors_gym_baselines import loop, search, tracking, tuning  # noqa: E402
+from doors_gym_baselines import loop, tracking, tuning  # noqa: E402
+from doors_gym_baselines.tuning import scores, space  # noqa: E402
 from doors_gym_baselines.config import DQNConfig, Hyperparameters, RunSettings  # noqa: E402
 from doors_gym_baselines.metrics import HistoryRow  # noqa: E402
 
@@ -86,20 +87,20 @@ def test_search_space_is_well_conditioned_and_round_trips() -> None:
     base = Hyperparameters()
     for _ in range(30):
         trial = study.ask()
-        config = search.suggest_hyperparameters(trial, base)
+        config = space.suggest_hyperparameters(trial, base)
         assert config.gamma == pytest.approx(1 - trial.params["one_minus_gamma"], abs=1e-6)
         assert config.batch_size == 2 ** trial.params["log2_batch_size"] and 32 <= config.batch_size <= 256
         assert config.buffer_size == 2 ** trial.params["log2_buffer_size"] >= config.batch_size
         assert len(config.hidden_sizes) == trial.params["depth"]
         assert set(config.hidden_sizes) == {2 ** trial.params["log2_width"]}
         assert 3e-5 <= config.learning_rate <= 1e-2 and config.optimizer in ("adam", "sgd")
-        assert search.hyperparameters_from_params(trial.params, base) == config
+        assert space.hyperparameters_from_params(trial.params, base) == config
         study.tell(trial, 0.0)
     distributions = study.trials[0].distributions
     assert distributions["learning_rate"].log and distributions["one_minus_gamma"].log
     assert distributions["target_update"].log and distributions["tau"].log
     # The stabilisers are searched.
-    sampled = [search.suggest_hyperparameters(optuna.trial.FixedTrial(t.params), base) for t in study.trials]
+    sampled = [space.suggest_hyperparameters(optuna.trial.FixedTrial(t.params), base) for t in study.trials]
     assert {config.double_dqn for config in sampled} == {False, True}
     assert {config.max_grad_norm for config in sampled} > {0.0}
     assert all(0.01 <= config.tau <= 1.0 and 0.0 <= config.lr_end_fraction <= 1.0 for config in sampled)
@@ -107,10 +108,10 @@ def test_search_space_is_well_conditioned_and_round_trips() -> None:
 
 def test_learning_score_is_the_running_mean_of_greedy_reward() -> None:
     rows = [row(step, value) for step, value in ((1, 0.1), (2, 0.5), (3, 0.6))]
-    assert search.learning_score(rows) == pytest.approx(0.4)
-    assert search.learning_score(rows[:1]) == pytest.approx(0.1)
+    assert scores.learning_score(rows) == pytest.approx(0.4)
+    assert scores.learning_score(rows[:1]) == pytest.approx(0.1)
     with pytest.raises(ValueError, match="history is empty"):
-        search.learning_score([])
+        scores.learning_score([])
 
 
 def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None:
@@ -123,7 +124,7 @@ def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None
         def should_prune(self) -> bool:
             return False
 
-    tuning.tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "tracked-trial")
+    tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "tracked-trial")
     with mlflow.start_run() as run:
         tracked = tuning.TrackedTrial(Recorder(), "learning-curve")
         for step, value in ((100, 0.2), (200, 0.4)):
@@ -369,8 +370,21 @@ def test_bad_flags_exit_2_with_a_clear_message(
     assert message in capsys.readouterr().err
 
 
+def test_an_unreachable_storage_is_its_own_error_and_a_bug_is_not_one(tmp_path, monkeypatch) -> None:
+    with pytest.raises(tuning.StorageUnreachable, match="is unreachable: OperationalError"):
+        tuning.open_storage(f"sqlite:///{tmp_path / 'no' / 'such' / 'folder' / 'optuna.db'}")
+    assert issubclass(tuning.StorageUnreachable, ValueError)  # the command line reports it as a bad flag
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug, not an unreachable storage")
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", broken)
+    with pytest.raises(TypeError, match="a bug"):
+        tuning.open_storage(f"sqlite:///{tmp_path / 'optuna.db'}")
+
+
 def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, monkeypatch):
-    from doors_gym_baselines import report
+    from doors_gym_baselines import reporting
 
     tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "race")
     study = optuna.create_study(direction="maximize")
@@ -385,7 +399,7 @@ def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, mon
 
     monkeypatch.setattr(mlflow, "set_tags", set_tags_losing_once)
     with mlflow.start_run() as run:
-        report.log_study_plots(study)
+        reporting.log_study_plots(study)
     assert len(calls) == 2
     tags = mlflow.MlflowClient().get_run(run.info.run_id).data.tags
     assert tags["best.trial"] == str(study.best_trial.number) and "best.x" in tags
@@ -427,8 +441,8 @@ def test_time_to_solved_study_writes_a_preset_and_a_summary(tmp_path: pathlib.Pa
     assert [trial.user_attrs["seed"] for trial in finished] == [3 + trial.number for trial in finished]
     for trial in finished:
         if trial.state == optuna.trial.TrialState.COMPLETE and not trial.user_attrs["seconds_to_solved"]:
-            low = trial.user_attrs["wall_seconds"] + search.PENALTY_SECONDS
-            assert low - 1 <= trial.value <= trial.user_attrs["wall_seconds"] + 2 * search.PENALTY_SECONDS + 1
+            low = trial.user_attrs["wall_seconds"] + scores.PENALTY_SECONDS
+            assert low - 1 <= trial.value <= trial.user_attrs["wall_seconds"] + 2 * scores.PENALTY_SECONDS + 1
     # The best complete trials trained the next tuning seed too; the preset is the best on average.
     complete = [trial for trial in finished if trial.state == optuna.trial.TrialState.COMPLETE]
     confirmed = [study.user_attrs[f"confirm.{trial.number}"] for trial in complete]
@@ -437,7 +451,7 @@ def test_time_to_solved_study_writes_a_preset_and_a_summary(tmp_path: pathlib.Pa
     preset = presets.read_preset(tmp_path / "preset.yml")
     assert preset.study["study"] == "dqn-flax-numpy-time-to-solved" and preset.study["trial"] == winner["trial"]
     assert preset.study["confirmed"]["seeds"] == winner["seeds"]
-    expected = search.hyperparameters_from_params(study.trials[winner["trial"]].params, Hyperparameters())
+    expected = space.hyperparameters_from_params(study.trials[winner["trial"]].params, Hyperparameters())
     assert preset.config().hyperparameters == expected
     assert preset.run == {"total_steps": 2_000, "eval_every": 1_000, "hold_out_steps": 1_000, "stop_when_solved": True}
     summary = json.loads((tmp_path / "summary" / "summary.json").read_text())
@@ -450,17 +464,17 @@ def test_a_new_study_starts_from_the_quick_preset_and_its_point_round_trips() ->
     from doors_gym_baselines import presets
 
     quick = dataclasses.replace(Hyperparameters(), **presets.BUILTIN["quick"][0])
-    point = search.params_for(quick)
-    back = search.hyperparameters_from_params(point, Hyperparameters())
+    point = space.params_for(quick)
+    back = space.hyperparameters_from_params(point, Hyperparameters())
     # The nearest point of the space: the buffer goes to a power of two, everything else is kept.
     assert back == dataclasses.replace(quick, buffer_size=2**16)
-    assert search.params_for(back) == point
+    assert space.params_for(back) == point
     with pytest.raises(ValueError, match="differ in width"):
-        search.params_for(Hyperparameters(hidden_sizes=(64, 32)))
+        space.params_for(Hyperparameters(hidden_sizes=(64, 32)))
     study = optuna.create_study(direction="minimize")
     study.set_user_attr("arm", "flax-numpy")
     tuning.start_study(study, "quick", Hyperparameters())
-    study.optimize(lambda trial: search.suggest_hyperparameters(trial, Hyperparameters()).learning_rate, n_trials=2)
+    study.optimize(lambda trial: space.suggest_hyperparameters(trial, Hyperparameters()).learning_rate, n_trials=2)
     assert study.trials[0].params == point and study.trials[0].user_attrs["start_from"] == "quick"
     assert study.trials[1].params != point
     tuning.start_study(study, "quick", Hyperparameters())  # a study with trials is left alone

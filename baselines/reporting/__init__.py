@@ -1,0 +1,93 @@
+"""What ``compare`` and ``tune`` show: per-seed records, statistics over seeds, tables, CSVs and plots.
+
+- :mod:`~doors_gym_baselines.reporting.records`: each seed's figures, each
+  arm's seeds, their summary over seeds, the oracle's row;
+- :mod:`~doors_gym_baselines.reporting.statistics`: the interquartile mean
+  over seeds with its bootstrap interval;
+- :mod:`~doors_gym_baselines.reporting.tables`: ``compare.md``, the terminal's
+  table, ``compare.csv`` and ``compare_seeds.csv``;
+- :mod:`~doors_gym_baselines.reporting.plots`: ``learning_curves.png`` and
+  ``time_breakdown.png``;
+- :mod:`~doors_gym_baselines.reporting.study`: a tuning study's Optuna plots,
+  logged to its MLflow parent run, and its summary folder.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Sequence
+
+from .plots import arm_color, plot_breakdown, plot_curves
+from .records import (
+    FIGURES,
+    INTERVAL_FIGURES,
+    ArmRuns,
+    CurvePoint,
+    SeedRun,
+    Spread,
+    Summary,
+    describe_budget,
+    oracle_row,
+    published_arms,
+    summarise,
+    summarise_all,
+)
+from .study import log_study_plots, write_study_summary
+from .tables import (
+    CSV_COLUMNS,
+    TERMINAL_WIDTH,
+    breakdown_table,
+    machine_line,
+    markdown_table,
+    terminal_table,
+    write_csv,
+    write_seed_csv,
+)
+
+__all__ = [
+    "CSV_COLUMNS",
+    "FIGURES",
+    "INTERVAL_FIGURES",
+    "TERMINAL_WIDTH",
+    "ArmRuns",
+    "CurvePoint",
+    "SeedRun",
+    "Spread",
+    "Summary",
+    "arm_color",
+    "breakdown_table",
+    "describe_budget",
+    "log_study_plots",
+    "machine_line",
+    "markdown_table",
+    "oracle_row",
+    "plot_breakdown",
+    "plot_curves",
+    "published_arms",
+    "summarise",
+    "summarise_all",
+    "terminal_table",
+    "write_all",
+    "write_csv",
+    "write_seed_csv",
+    "write_study_summary",
+]
+
+
+def write_all(
+    out: pathlib.Path, table: str, rows: list[Summary], oracle: dict[str, float], results: Sequence[ArmRuns]
+) -> dict[str, pathlib.Path]:
+    """Writes the table, both CSVs and the plot under ``out``; returns their paths by kind."""
+    paths = {
+        "markdown": out / "compare.md",
+        "csv": out / "compare.csv",
+        "seeds_csv": out / "compare_seeds.csv",
+        "plot": out / "learning_curves.png",
+        "breakdown": out / "time_breakdown.png",
+    }
+    paths["markdown"].write_text(table)
+    write_csv(rows, oracle, paths["csv"])
+    write_seed_csv(results, paths["seeds_csv"])
+    plot_curves(results, oracle, paths["plot"])
+    plot_breakdown(rows, paths["breakdown"])
+    return paths

@@ -1,0 +1,108 @@
+"""A study's best: its best trials confirmed on more tuning seeds, and the winner written as a preset file."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import tracking
+from ..arms import Arm, get_arm
+from ..config import DQNConfig
+from ..loop import NonFiniteLoss
+from .objective import train_and_score
+from .space import hyperparameters_from_params
+from .study import finished_trials
+
+if TYPE_CHECKING:
+    from .command import TuneOptions
+
+CONFIRM_PREFIX = "confirm."
+"""Study attribute ``confirm.<trial>``: that trial's seeds and scores when re-trained (see :func:`confirm_best`)."""
+
+
+def confirm_best(study: Any, arm_name: str, base: DQNConfig, options: TuneOptions) -> dict[str, Any] | None:
+    """Re-trains the ``confirm_top`` best complete trials on ``confirm_seeds`` more tuning seeds; returns the best.
+
+    A single trial's score is one seed's, and the best of many is partly luck:
+    each candidate's hyperparameters train the next tuning seeds after its own,
+    and the candidate with the best mean score over all its seeds (its trial's
+    included) wins. Each candidate's seeds and scores are kept as a study
+    attribute as soon as they are known, so a killed confirmation resumes; each
+    training is a nested MLflow run tagged ``doors_gym.role=confirm``. A
+    training that fails (a non-finite loss) scores the worst possible.
+    """
+    import optuna
+
+    arm = get_arm(arm_name)
+    maximise = study.direction == optuna.study.StudyDirection.MAXIMIZE
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    ranked = sorted(complete, key=lambda trial: trial.value, reverse=maximise)[: options.confirm_top]
+    candidates = []
+    for trial in ranked:
+        key = f"{CONFIRM_PREFIX}{trial.number}"
+        found = study.user_attrs.get(key)
+        if found is None:
+            found = confirm_trial(trial, arm, base, options, worst=-math.inf if maximise else math.inf)
+            study.set_user_attr(key, found)
+        candidates.append({**found, "mean": float(np.mean(found["scores"]))})
+    if not candidates:
+        return None
+    return (max if maximise else min)(candidates, key=lambda candidate: candidate["mean"])
+
+
+def confirm_trial(trial: Any, arm: Arm, base: DQNConfig, options: TuneOptions, worst: float) -> dict[str, Any]:
+    """Trains ``trial``'s hyperparameters on the ``confirm_seeds`` tuning seeds after its own, each in a nested
+    MLflow run; returns its trial number, seeds and scores (its own first), ``worst`` for a failed training."""
+    import mlflow
+
+    first = base.run.seed
+    own = int(trial.user_attrs.get("seed", first))
+    seeds = [first + (own - first + 1 + j) % options.tuning_seeds for j in range(options.confirm_seeds)]
+    hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters)
+    scores = []
+    for seed in seeds:
+        config = DQNConfig(hyperparameters, dataclasses.replace(base.run, seed=seed))
+        tags = tracking.run_tags(arm, **{"doors_gym.role": "confirm", "optuna.trial": str(trial.number)})
+        with mlflow.start_run(run_name=f"confirm-{trial.number}-seed{seed}", nested=True, tags=tags):
+            mlflow.log_params(tracking.config_params(config))
+            try:
+                _, score = train_and_score(arm, config, options.objective, options.penalty_seconds)
+            except NonFiniteLoss:
+                scores.append(worst)
+                mlflow.set_tag("confirm.failed", "non-finite loss")
+                continue
+            scores.append(score)
+    return {"trial": trial.number, "seeds": [own, *seeds], "scores": [float(trial.value), *scores]}
+
+
+def write_best_preset(study: Any, base: DQNConfig, path: str, confirmed: dict[str, Any] | None = None) -> pathlib.Path:
+    """Writes the study's best trial (or the ``confirmed`` winner of :func:`confirm_best`) as a preset file
+    (:mod:`doors_gym_baselines.presets`); returns its path."""
+    from ..presets import write_preset
+
+    try:
+        best = study.best_trial
+    except ValueError:
+        raise ValueError(f"study {study.study_name!r} has no complete trial yet: no preset to write") from None
+    if confirmed is not None:
+        best = study.trials[confirmed["trial"]]
+    hyperparameters = hyperparameters_from_params(best.params, base.hyperparameters)
+    origin = {
+        "study": study.study_name,
+        "objective": study.user_attrs["objective"],
+        "trial": best.number,
+        "score": round(float(best.value), 4),
+        "seed": best.user_attrs.get("seed"),
+        "finished_trials": len(finished_trials(study)),
+    }
+    if confirmed is not None:
+        origin["confirmed"] = {
+            "seeds": confirmed["seeds"],
+            "scores": [round(score, 3) for score in confirmed["scores"]],
+            "mean": round(confirmed["mean"], 3),
+        }
+    return write_preset(path, hyperparameters, base.run, origin)

@@ -1,0 +1,202 @@
+"""A tuning trial: its run settings, its hyperparameters sampled from the space, its training in a nested MLflow
+run, and its score.
+
+Trial ``n`` trains seed ``TUNING_SEED + n % TUNING_SEEDS`` in-process and
+reports every greedy evaluation to the pruner as the objective's running score
+(:class:`TrackedTrial`); its MLflow run holds the config as params, the
+sampled coordinates as ``search.*`` params, every evaluation as metrics with
+``step=`` env steps, its score and (optionally) the trained model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import socket
+from typing import Any
+
+from .. import tracking
+from ..arms import Arm, get_arm
+from ..config import DQNConfig, RunSettings
+from ..metrics import HistoryRow, TrainResult, seconds_to_solved
+from ..presets import TO_SOLVED
+from .scores import DEFAULT_OBJECTIVE, PENALTY_SECONDS, objective_score
+from .space import suggest_hyperparameters
+
+TUNING_SEED = 0
+"""First training seed of the tuning trials; ``compare`` trains on other seeds (100 and up)."""
+TUNING_SEEDS = 10
+"""Trial ``n`` trains seed ``TUNING_SEED + n % TUNING_SEEDS``: the tuning seeds 0-9 in turn."""
+
+TUNING_RUN = RunSettings(
+    total_steps=TO_SOLVED["total_steps"],
+    eval_every=TO_SOLVED["eval_every"],
+    hold_out_steps=TO_SOLVED["hold_out_steps"],
+    seed=TUNING_SEED,
+    quiet=True,
+)
+"""The run settings of every trial unless told otherwise (``doors-gym tune`` flags)."""
+TRIAL_RUN_FIELDS_OFF_THE_CLI = ("num_seeds", "stop_when_solved", "quiet", "profile", "devices")
+"""Run settings a trial fixes: one seed, when to stop (the objective's), no progress bar."""
+
+
+def check_trial_run(run: RunSettings, objective: str = DEFAULT_OBJECTIVE) -> RunSettings:
+    """The run settings of every trial: one seed, no progress bar, no phase profile.
+
+    Hyperband needs ``eval_every <= total_steps``. A time-to-solved trial stops
+    once solved through the hold-out window; a learning-curve one trains its
+    whole budget.
+    """
+    if run.eval_every > run.total_steps or run.eval_every < 1:
+        raise ValueError(
+            f"eval_every={run.eval_every} exceeds total_steps={run.total_steps}: "
+            "expected 1 <= eval_every <= total_steps (the pruner's first rung)"
+        )
+    if objective == "time-to-solved" and run.hold_out_steps > run.total_steps - run.eval_every:
+        raise ValueError(
+            f"hold_out_steps={run.hold_out_steps} leaves no evaluation to be solved at: "
+            f"expected hold_out_steps <= total_steps - eval_every = {run.total_steps - run.eval_every}"
+        )
+    stop = objective == "time-to-solved"
+    return dataclasses.replace(run, num_seeds=1, stop_when_solved=stop, quiet=True, profile=False)
+
+
+class TrackedTrial:
+    """An Optuna trial seen through MLflow: ``train`` reports to it as to a plain trial.
+
+    Every evaluation is logged to the active (nested) run with ``step=`` env
+    steps, and the value reported to the pruner is the objective's running
+    score (:func:`~doors_gym_baselines.tuning.scores.objective_score`), the
+    objective's own figure, so Hyperband compares like with like.
+    """
+
+    def __init__(
+        self,
+        trial: Any,
+        objective: str = DEFAULT_OBJECTIVE,
+        run: RunSettings | None = None,
+        penalty_seconds: float = PENALTY_SECONDS,
+    ) -> None:
+        self.trial = trial
+        self.objective = objective
+        self.run = run or TUNING_RUN
+        self.penalty_seconds = penalty_seconds
+        self.history: list[HistoryRow] = []
+
+    def observe(self, row: HistoryRow) -> float:
+        tracking.log_history_row(row)
+        self.history.append(row)
+        return objective_score(
+            self.objective, self.history, self.run, final=False, penalty_seconds=self.penalty_seconds
+        )
+
+    def report(self, value: float, step: int) -> None:
+        self.trial.report(value, step)
+
+    def should_prune(self) -> bool:
+        return self.trial.should_prune()
+
+
+def log_score(objective: str, result: Any, run: RunSettings, penalty_seconds: float) -> float:
+    """The objective's score of a finished training, logged to the active run as ``score``."""
+    import mlflow
+
+    score = objective_score(objective, result.history, run, True, penalty_seconds)
+    mlflow.log_metric("score", score, step=int(result.history[-1].step))
+    return score
+
+
+def train_and_score(
+    arm: Arm, config: DQNConfig, objective: str, penalty_seconds: float, tracked: TrackedTrial | None = None
+) -> tuple[TrainResult, float]:
+    """Trains ``config`` in the active MLflow run, logs its result and its score; returns both.
+
+    A ``tracked`` trial has logged the evaluations as they came; the final one,
+    taken after training and never reported, is logged here.
+    """
+    if tracked is None:
+        result = arm.train(config)
+        tracking.log_result(result)
+    else:
+        result = arm.train(config, tracked)
+        tracking.log_history_row(result.history[-1])
+        tracking.log_result(result, log_history=False)
+    return result, log_score(objective, result, config.run, penalty_seconds)
+
+
+def start_trial_run(trial: Any, arm: Arm, config: DQNConfig, worker: int) -> None:
+    """Starts the trial's nested MLflow run, with its tags and params, and keeps its id on the trial."""
+    import mlflow
+
+    tags = tracking.run_tags(
+        arm,
+        **{
+            "optuna.study": trial.study.study_name,
+            "optuna.trial": str(trial.number),
+            "host": socket.gethostname(),
+            "worker": str(worker),
+        },
+    )
+    run = mlflow.start_run(run_name=f"trial-{trial.number}", nested=True, tags=tags)
+    trial.set_user_attr("mlflow_run_id", run.info.run_id)
+    trial.set_user_attr("worker", worker)
+    trial.set_user_attr("seed", config.run.seed)
+    mlflow.log_params(tracking.config_params(config))
+    mlflow.log_params({f"search.{key}": str(value) for key, value in trial.params.items()})
+
+
+def record_result(trial: Any, result: TrainResult, run: RunSettings) -> None:
+    """Keeps a finished training's wall time, time to solved and solved flag on its trial."""
+    to_solved = seconds_to_solved(result.history, run.hold_out_steps)
+    trial.set_user_attr("wall_seconds", round(result.wall_seconds, 2))
+    trial.set_user_attr("seconds_to_solved", None if math.isnan(to_solved) else round(to_solved, 2))
+    trial.set_user_attr("solved", bool(result.solved))
+
+
+def make_objective(
+    arm_name: str,
+    base: DQNConfig,
+    log_models: bool = True,
+    worker: int = 0,
+    objective_name: str = DEFAULT_OBJECTIVE,
+    tuning_seeds: int = TUNING_SEEDS,
+    penalty_seconds: float = PENALTY_SECONDS,
+) -> Any:
+    """The objective: sample hyperparameters, train the arm in-process in a nested MLflow run, return its score.
+
+    Trial ``n`` trains seed ``base.run.seed + n % tuning_seeds``.
+    """
+    import mlflow
+    import optuna
+
+    arm = get_arm(arm_name)
+    arm.module()  # a missing framework fails before the first trial, naming its extra
+
+    def objective(trial: optuna.Trial) -> float:
+        seed = base.run.seed + trial.number % tuning_seeds
+        config = DQNConfig(
+            suggest_hyperparameters(trial, base.hyperparameters), dataclasses.replace(base.run, seed=seed)
+        )
+        start_trial_run(trial, arm, config, worker)
+        tracked = TrackedTrial(trial, objective_name, config.run, penalty_seconds)
+        status = "FAILED"
+        try:
+            result, score = train_and_score(arm, config, objective_name, penalty_seconds, tracked)
+            record_result(trial, result, config.run)
+            if log_models:
+                tracking.log_model(result)
+            status = "FINISHED"
+            mlflow.set_tag("optuna.state", "COMPLETE")
+            return score
+        except optuna.TrialPruned as pruned:
+            mlflow.set_tag("optuna.state", "PRUNED")
+            mlflow.set_tag("optuna.pruned_reason", str(pruned))
+            status = "FINISHED"
+            raise
+        except KeyboardInterrupt:
+            status = "KILLED"  # Ctrl-C: the study resumes later, like after any other kill
+            raise
+        finally:
+            mlflow.end_run(status=status)
+
+    return objective
