@@ -253,7 +253,7 @@ def describe_seeds(seeds: Sequence[int]) -> str:
     return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}-{seeds[-1]}"
 
 
-def describe_rolling(figures: Sequence[report.SeedRun]) -> str:
+def describe_rolling(figures: Sequence[reporting.SeedRun]) -> str:
     """One seed's rolling reward, or the range of several, for a progress line that fits a terminal."""
     rewards = [seed.rolling_reward for seed in figures]
     if len(rewards) == 1:
