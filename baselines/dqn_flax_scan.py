@@ -27,9 +27,8 @@ from doors_gym import core
 from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
-from .arms import arm_of
+from .arms import Arm
 from .config import DQNConfig
-from .runtime import jax_compilation_cache
 from .dqn_flax import (
     FlaxPolicy,
     LearnerState,
@@ -43,8 +42,9 @@ from .dqn_flax import (
 )
 from .dqn_flax import load_model as load_model
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
-from .loop import EvaluationSchedule, Progress, finish, prune
+from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
 from .metrics import HistoryRow, TrainResult
+from .runtime import jax_compilation_cache
 
 CHUNKS = 20
 """Host round trips per run: progress, greedy evaluations and pruning happen between chunks."""
@@ -397,8 +397,11 @@ def on_host(tree: Any, count: int) -> Any:
     return jax.tree.map(lambda leaf: np.asarray(leaf)[:count], tree)
 
 
-def train(config: DQNConfig, trial: Any = None) -> TrainResult:
+def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = None) -> TrainResult:
     """Trains ``config.run.num_seeds`` seeds in compiled ``vmap``s over the devices; figures are means over seeds.
+
+    ``arm`` is the record it trains as (default: this file's :data:`ARM`); greedy evaluations are
+    reported to ``trial`` if given (see :class:`~doors_gym_baselines.harness.Reporter`).
 
     The seeds spread over the devices of :func:`seed_devices` (:func:`seed_layout`), and one program
     compiled once runs every device's share at once (:func:`compile_run`). A seed computes what it
@@ -409,14 +412,13 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     parameters stacked over seeds).
     """
     with jax_compilation_cache(config.run.jax_cache) as jax_cache:
-        return train_seeds(config, trial, jax_cache)
+        return train_seeds(arm or ARM, config, trial, jax_cache)
 
 
-def train_seeds(config: DQNConfig, trial: Any, jax_cache: str | None) -> TrainResult:
+def train_seeds(arm: Arm, config: DQNConfig, trial: Reporter | None, jax_cache: str | None) -> TrainResult:
     """:func:`train` with JAX's compilation cache in ``jax_cache`` (None: none)."""
     start = time.perf_counter()
     clock = time.perf_counter
-    arm = arm_of(__spec__.name, config.run.env_id)
     config = arm.configure(config)
     run = config.run
     num_envs, num_seeds = config.hyperparameters.num_envs, run.num_seeds
@@ -559,14 +561,26 @@ def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
     result.model.policy(seed_index).save(path, result.arm, result.config)
 
 
-__all__ = ["ScanModel", "load_model", "make_train", "save_model", "train"]
+ARM = Arm(
+    "flax-scan",
+    "flax",
+    "DoorsJax-v0",
+    "Flax + JAX env, one jitted scan",
+    train,
+    save_model,
+    seeds_in_one_run=True,
+    steps_pure_functions=True,
+)
+"""This file's arm."""
+
+__all__ = ["ARM", "ScanModel", "load_model", "make_train", "save_model", "train"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m baselines.dqn_flax_scan``: ``doors-gym train`` for this file's arm."""
     from .cli import train_main
 
-    return train_main(__spec__.name, argv)
+    return train_main(__spec__.name, (ARM,), argv)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import numpy as np
 import doors_gym
 from doors_gym import core
 
-from .arms import FRAMEWORK_STACKS, get_arm, load_model
+from .arms import FRAMEWORK_STACKS, get_arm
 from .metrics import TrainResult
 
 MODEL_PATH = "model"

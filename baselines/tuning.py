@@ -47,7 +47,7 @@ import numpy as np
 from . import report, tracking
 from .arms import ARMS, get_arm
 from .config import DQNConfig, Hyperparameters, RunSettings, check_at_least, field
-from .loop import NonFiniteLoss
+from .harness import NonFiniteLoss
 from .metrics import HistoryRow, seconds_to_solved
 from .presets import TO_SOLVED
 from .search import (

@@ -32,9 +32,9 @@ SNAPSHOT = textwrap.dedent(
     before = snapshot()
     import importlib, pkgutil
     import doors_gym_baselines
-    for module in pkgutil.iter_modules(doors_gym_baselines.__path__):
-        if module.name not in ("__main__", "pyfunc_entry"):  # the entry points run when executed
-            importlib.import_module(f"doors_gym_baselines.{module.name}")
+    for module in pkgutil.walk_packages(doors_gym_baselines.__path__, "doors_gym_baselines."):
+        if module.name.rsplit(".", 1)[-1] not in ("__main__", "pyfunc_entry"):  # the entry points run when executed
+            importlib.import_module(module.name)
     from doors_gym import cli
     cli.build_parser()
     after = snapshot()
@@ -54,7 +54,7 @@ def test_importing_every_module_and_building_the_parser_changes_nothing_process_
     if "environ" in changed:  # name the variables, not the whole environment
         changed["environ"] = sorted(set(after["environ"].items()) ^ set(before["environ"].items()))
     assert not changed, changed
-    modules = {path.stem for path in BASELINES.glob("*.py")} - {"__init__", "__main__", "pyfunc_entry"}
+    modules = {path.stem for path in BASELINES.rglob("*.py")} - {"__init__", "__main__", "pyfunc_entry"}
     assert len(modules) >= 20  # the loop above saw the package
 
 
