@@ -1,12 +1,16 @@
-"""The arms of the comparison: one record per stack, the only place an arm's name means anything.
+"""The arms of the comparison: the registry of their records, the only place an arm's name means anything.
 
-An arm is a DQN implementation (a module of this package) and the env it
-trains against. The CLI, tracking, enjoy, tuning and compare look arms up here
-and use the record's fields and methods; nothing else compares arm names.
+An arm is a DQN implementation and the env it trains against. Each learner file
+(``dqn_torch.py``, ``dqn_flax.py``, ...) holds its own :class:`Arm` records, beside
+the functions they name; :data:`ARM_RECORDS` says where each one lives, and a
+record is loaded (its file and framework imported) only where it is used, so
+naming arms (``--arm``'s choices, ``doors-gym --help``, ``play``) imports no
+framework. The CLI, tracking, enjoy, tuning and compare look arms up here and
+use the record's fields and methods; nothing else compares arm names.
 
-Adding an arm is one file (a module with ``train(config, trial=None)``,
-``save_model(result, path, seed_index=0)`` and ``load_model(path)``, whose models
-have ``act(obs)``) and one line in :data:`ARMS`.
+Adding an arm is one learner file (with ``train(config, trial=None, arm=None)``,
+a ``save_model(result, path, seed_index=0)`` and an :class:`Arm` record naming
+them) and one line in :data:`ARM_RECORDS`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pathlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -28,6 +33,11 @@ FRAMEWORK_FILES = {"torch": "dqn_torch", "flax": "dqn_flax"}
 """The module that reads and writes each framework's model files."""
 PURE_FUNCTIONS = "DoorsJax pure functions"
 
+Trainer = Callable[[DQNConfig, Any, "Arm"], Any]
+"""A learner file's ``train(config, trial, arm) -> TrainResult``."""
+Saver = Callable[[Any, str, int], None]
+"""A learner file's ``save_model(result, path, seed_index)``."""
+
 
 @dataclasses.dataclass(frozen=True)
 class StudyFigures:
@@ -40,14 +50,15 @@ class StudyFigures:
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
-    """One stack: a DQN implementation and the env it steps.
+    """One stack: a DQN implementation and the env it steps (each learner file holds its own).
 
     Attributes:
         name: the ``--arm`` value.
         framework: ``torch`` or ``flax``: the run tags and the model file format.
         env_id: the registered env whose rules it steps.
         label: its row in tables and plots.
-        implementation: the module of this package that trains it.
+        trainer: the learner file's ``train(config, trial, arm)``: trains ``config`` as this arm.
+        saver: the learner file's ``save_model(result, path, seed_index)``.
         seeds_in_one_run: whether it trains several seeds together (under one ``vmap``).
         steps_pure_functions: whether it calls the JAX pure functions instead of a Gymnasium env.
         study: the study's published figures for the same stack, if it has them.
@@ -57,7 +68,8 @@ class Arm:
     framework: str
     env_id: str
     label: str
-    implementation: str
+    trainer: Trainer = dataclasses.field(repr=False)
+    saver: Saver = dataclasses.field(repr=False)
     seeds_in_one_run: bool = False
     steps_pure_functions: bool = False
     study: StudyFigures | None = None
@@ -68,31 +80,30 @@ class Arm:
         return PURE_FUNCTIONS if self.steps_pure_functions else self.env_id
 
     def module(self) -> ModuleType:
-        """The implementation module (imports the framework; a missing one is named with its extra)."""
-        for stack in FRAMEWORK_STACKS[self.framework]:
-            require(stack, f"the {self.name} arm")
-        if self.seeds_in_one_run:
-            prepare_host_devices()
-        return importlib.import_module(f"{__package__}.{self.implementation}")
+        """The learner file that holds this record (imported with it)."""
+        return importlib.import_module(self.trainer.__module__)
 
     def configure(self, config: DQNConfig) -> DQNConfig:
         """``config`` for this arm: its env id, and one seed unless it trains seeds together."""
         if config.run.num_seeds > 1 and not self.seeds_in_one_run:
             raise ValueError(
                 f"num_seeds={config.run.num_seeds} is not supported by the {self.name} arm: it trains one seed per "
-                f"run (arms that train seeds together: {[a.name for a in ARMS.values() if a.seeds_in_one_run]})"
+                f"run (arms that train seeds together: {arms_that_train_seeds_together()})"
             )
         return config if config.run.env_id == self.env_id else config.replace(env_id=self.env_id)
 
     def train(self, config: DQNConfig, trial: Any = None) -> Any:
-        """Trains with ``config`` (its env id set to the arm's); reports evaluations to an Optuna ``trial``."""
-        return self.module().train(self.configure(config), trial)
+        """Trains with ``config`` (its env id set to the arm's); reports evaluations to ``trial`` (see
+        :class:`~doors_gym_baselines.harness.Reporter`)."""
+        if self.seeds_in_one_run:
+            prepare_host_devices()  # its seeds spread over one JAX CPU device per core
+        return self.trainer(self.configure(config), trial, self)
 
     def save(self, result: Any, path: str | pathlib.Path, seed_index: int = 0) -> pathlib.Path:
         """Writes one seed's trained model to ``path`` (its folder is created); returns the path."""
         path = pathlib.Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.module().save_model(result, str(path), seed_index=seed_index)
+        self.saver(result, str(path), seed_index)
         return path
 
     def load(self, path: str | pathlib.Path) -> tuple[Any, DQNConfig]:
@@ -109,69 +120,94 @@ class Arm:
         return model.act(obs)
 
 
-ARMS: dict[str, Arm] = {
-    arm.name: arm
-    for arm in (
-        Arm(
-            "torch-numpy",
-            "torch",
-            "Doors-v0",
-            "torch x Doors-v0 (NumPy)",
-            "dqn_torch",
-            study=StudyFigures("PyTorch + Gym (sync envs)", 0.73, 22.5 * 60),
-        ),
-        Arm("torch-jax", "torch", "DoorsJax-v0", "torch x DoorsJax-v0", "dqn_torch"),
-        Arm("torch-compile", "torch", "Doors-v0", "torch.compile x Doors-v0 (NumPy)", "dqn_torch_compile"),
-        Arm(
-            "flax-numpy",
-            "flax",
-            "Doors-v0",
-            "Flax x Doors-v0 (NumPy)",
-            "dqn_flax",
-            study=StudyFigures("Flax + Gym (sync envs)", 0.64, 22.8 * 60),
-        ),
-        Arm(
-            "flax-jax",
-            "flax",
-            "DoorsJax-v0",
-            "Flax x DoorsJax-v0",
-            "dqn_flax",
-            study=StudyFigures("Flax + Gym + JAX-vectorised env", 0.71, 2.3 * 60),
-        ),
-        Arm(
-            "flax-scan",
-            "flax",
-            "DoorsJax-v0",
-            "Flax + JAX env, one jitted scan",
-            "dqn_flax_scan",
-            seeds_in_one_run=True,
-            steps_pure_functions=True,
-        ),
-    )
+def arm_for_env(arms: Sequence[Arm], env_id: str) -> Arm:
+    """The one of ``arms`` (a learner file's records) that steps ``env_id``; ``ValueError`` naming theirs if none."""
+    for arm in arms:
+        if arm.env_id == env_id:
+            return arm
+    names = ", ".join(arm.name for arm in arms)
+    raise ValueError(f"env_id={env_id!r} is not supported by {names}: expected one of {[a.env_id for a in arms]}")
+
+
+ARM_RECORDS = {
+    "torch-numpy": "dqn_torch:TORCH_NUMPY",
+    "torch-jax": "dqn_torch:TORCH_JAX",
+    "torch-compile": "dqn_torch_compile:ARM",
+    "flax-numpy": "dqn_flax:FLAX_NUMPY",
+    "flax-jax": "dqn_flax:FLAX_JAX",
+    "flax-scan": "dqn_flax_scan:ARM",
 }
+"""Where each arm's record lives (``module:ATTRIBUTE`` in this package), in the order tables list the arms."""
+
+
+class ArmRegistry(Mapping[str, Arm]):
+    """The arms by name, in the order of their locations; a record is loaded at its first lookup.
+
+    Iterating gives the names without importing anything; looking one up imports its learner file (a
+    missing framework is named with its extra).
+    """
+
+    def __init__(self, locations: Mapping[str, str]) -> None:
+        self._locations = dict(locations)
+
+    def __getitem__(self, name: str) -> Arm:
+        module_name, attribute = self._locations[name].split(":")
+        module = require(f"{__package__}.{module_name}", f"the {name} arm")
+        arm = getattr(module, attribute)
+        if not isinstance(arm, Arm) or arm.name != name:
+            raise LookupError(f"{self._locations[name]} is not the record of the {name} arm")
+        return arm
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._locations)
+
+    def __len__(self) -> int:
+        return len(self._locations)
+
+
+ARMS: Mapping[str, Arm] = ArmRegistry(ARM_RECORDS)
 """Every arm, by name: the one ``--arm`` vocabulary of ``train``, ``tune`` and ``compare``."""
-REFERENCE_ARM = ARMS["torch-numpy"]
+
+
+class ArmReference:
+    """An arm of the registry as a module-level constant: its name is here, the rest of its record is read
+    from :data:`ARMS` when first asked for (so that importing the constant imports no framework)."""
+
+    def __init__(self, name: str) -> None:
+        check_choice("arm", name, tuple(ARM_RECORDS))
+        self.name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):  # copy and pickle probe for these: not the record's
+            raise AttributeError(attribute)
+        return getattr(ARMS[self.name], attribute)
+
+    def __repr__(self) -> str:
+        return f"ArmReference({self.name!r})"
+
+
+REFERENCE_ARM = ArmReference("torch-numpy")
 """The arm speed-ups are measured against (the study's baseline stack)."""
+
+
+def arms_that_train_seeds_together() -> list[str]:
+    """The names of the installed arms that train several seeds in one run (an arm whose framework is
+    missing is left out: this names alternatives, it does not load them for use)."""
+    names = []
+    for name in ARMS:
+        try:
+            arm = ARMS[name]
+        except ImportError:
+            continue
+        if arm.seeds_in_one_run:
+            names.append(name)
+    return names
 
 
 def get_arm(name: str) -> Arm:
     """The arm called ``name``; ``ValueError`` listing the known arms otherwise."""
     check_choice("arm", name, tuple(ARMS))
     return ARMS[name]
-
-
-def arm_of(implementation: str, env_id: str) -> Arm:
-    """The arm that ``implementation`` (a module name) forms with ``env_id`` (its only arm, if it has one)."""
-    candidates = [arm for arm in ARMS.values() if arm.implementation == implementation.rsplit(".", 1)[-1]]
-    if len(candidates) == 1:
-        return candidates[0]
-    for arm in candidates:
-        if arm.env_id == env_id:
-            return arm
-    raise ValueError(
-        f"env_id={env_id!r} is not supported by {implementation}: expected one of "
-        f"{[arm.env_id for arm in candidates]}"
-    )
 
 
 ZIP_MAGIC = b"PK\x03\x04"

@@ -23,7 +23,7 @@ from typing import Any
 from doors_gym import cli as doors_cli
 
 from . import flags
-from .arms import ARMS, get_arm
+from .arms import ARMS, Arm, get_arm
 from .compare import CompareOptions
 from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings
 from . import runtime
@@ -260,15 +260,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return doors_cli.run(build_parser(), sys.argv[1:] if argv is None else argv)
 
 
-def train_main(module: str, argv: Sequence[str] | None = None) -> int:
-    """``python -m baselines.<file>``: ``doors-gym train`` for the arms implemented in that file."""
+def train_main(module: str, arms: Sequence[Arm], argv: Sequence[str] | None = None) -> int:
+    """``python -m baselines.<file>``: ``doors-gym train`` for ``arms``, the records of the learner file ``module``."""
     name = module.rsplit(".", 1)[-1]
-    arms = tuple(arm.name for arm in ARMS.values() if arm.implementation == name)
+    names = tuple(arm.name for arm in arms)
     parser = argparse.ArgumentParser(
         prog=f"python -m baselines.{name}",
         parents=[doors_cli.layout_parser()],
-        description=f"{TRAIN_DESCRIPTION} Arms of this file: {', '.join(arms)}.",
+        description=f"{TRAIN_DESCRIPTION} Arms of this file: {', '.join(names)}.",
     )
-    add_train_arguments(parser, arms)
+    add_train_arguments(parser, names)
     parser.set_defaults(parser=parser, command="train")
     return doors_cli.run(parser, sys.argv[1:] if argv is None else argv)

@@ -1,9 +1,11 @@
 """DQN in Flax and optax against ``Doors-v0`` or ``DoorsJax-v0``: jitted acting and updates, host loop.
 
 The arms ``flax-numpy`` and ``flax-jax``: ``doors-gym train --arm flax-jax`` or
-``python -m baselines.dqn_flax``. The shared host loop (:mod:`.loop`) drives a
-:class:`FlaxLearner`; follows ``dqn_torch.py`` section by section, so the two
-diff cleanly. Its network, loss and model files are also the fully jitted arm's.
+``python -m baselines.dqn_flax``. The file holds the algorithm: the network, the optimizer, the TD
+loss and learning step, the :class:`FlaxLearner` (update, acting, model file), ``train``,
+``load_model`` and the arms' records; the harness's host loop (:mod:`.harness`) drives the learner.
+It follows ``dqn_torch.py`` section by section, so the two diff cleanly. Its network, loss and model
+files are also the fully jitted arm's.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ import optax
 
 from doors_gym.core import NUM_ACTIONS
 
-from . import loop
+from . import harness
+from .arms import Arm, StudyFigures, arm_for_env
 from .cells import CELLS_DTYPE, HIDDEN, encode
 from .config import DQNConfig, first_line
-from .runtime import jax_compilation_cache
-from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
+from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
+from .runtime import jax_compilation_cache
 
 MODEL_FORMAT = "doors-gym-dqn"
 
@@ -238,13 +241,15 @@ def make_network(config: DQNConfig) -> QNetwork:
     return QNetwork(tuple(config.hyperparameters.hidden_sizes), config.params.num_cells)
 
 
-def train(config: DQNConfig, trial: Any = None) -> TrainResult:
-    """Trains one seed; reports greedy evaluations to an Optuna ``trial`` if given.
+def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = None) -> TrainResult:
+    """Trains one seed as ``arm`` (default: this file's arm for the config's env id); reports greedy
+    evaluations to ``trial`` if given (see :class:`~doors_gym_baselines.harness.Reporter`).
 
     Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the :class:`FlaxLearner`.
     """
+    arm = arm or arm_for_env(ARMS, config.run.env_id)
     with jax_compilation_cache(config.run.jax_cache):
-        return loop.train(FlaxLearner, __spec__.name, config, trial)
+        return harness.train(arm, FlaxLearner, config, trial)
 
 
 def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
@@ -269,11 +274,33 @@ def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
     return payload["arm"], FlaxPolicy(network, params), config
 
 
+FLAX_NUMPY = Arm(
+    "flax-numpy",
+    "flax",
+    "Doors-v0",
+    "Flax x Doors-v0 (NumPy)",
+    train,
+    save_model,
+    study=StudyFigures("Flax + Gym (sync envs)", 0.64, 22.8 * 60),
+)
+FLAX_JAX = Arm(
+    "flax-jax",
+    "flax",
+    "DoorsJax-v0",
+    "Flax x DoorsJax-v0",
+    train,
+    save_model,
+    study=StudyFigures("Flax + Gym + JAX-vectorised env", 0.71, 2.3 * 60),
+)
+ARMS = (FLAX_NUMPY, FLAX_JAX)
+"""This file's arms: the same learner against the NumPy env and the JAX env."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m baselines.dqn_flax``: ``doors-gym train`` for this file's arms."""
     from .cli import train_main
 
-    return train_main(__spec__.name, argv)
+    return train_main(__spec__.name, ARMS, argv)
 
 
 if __name__ == "__main__":

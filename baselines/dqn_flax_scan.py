@@ -22,14 +22,14 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from doors_gym import core
 from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
-from .arms import arm_of
+from .arms import Arm
 from .config import DQNConfig
-from .runtime import jax_compilation_cache
 from .dqn_flax import (
     FlaxPolicy,
     LearnerState,
@@ -43,8 +43,9 @@ from .dqn_flax import (
 )
 from .dqn_flax import load_model as load_model
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
-from .loop import EvaluationSchedule, Progress, finish, prune
+from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
 from .metrics import HistoryRow, TrainResult
+from .runtime import jax_compilation_cache
 
 CHUNKS = 20
 """Host round trips per run: progress, greedy evaluations and pruning happen between chunks."""
@@ -88,7 +89,7 @@ class Pieces(NamedTuple):
     """The parts of one scan iteration, each a pure function of one seed (vmap them over seeds).
 
     The scan calls them in this order; run apart, they time the phases of the
-    arm (:func:`profile`).
+    arm (:func:`split_scan_time`).
     """
 
     select_actions: Callable[[Runner, jax.Array, jax.Array, jax.Array], jax.Array]
@@ -116,14 +117,26 @@ class ScanTrain(NamedTuple):
 
 def make_train(config: DQNConfig) -> ScanTrain:
     """Pure ``init(key) -> Runner`` and ``run_chunk(runner, first_iteration) -> (runner, metrics)``, and their parts."""
-    params = config.params
-    hyper = config.hyperparameters
-    num_envs = hyper.num_envs
     network = make_network(config)
-    width = params.width
     optimizer = make_optimizer(config)
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
-    capacity, window = hyper.buffer_size, config.run.rolling_episodes
+    pieces = make_pieces(config, network, optimizer)
+    iteration = make_iteration(config, pieces)
+
+    def run_chunk(runner: Runner, first_iteration: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
+        indices = first_iteration + jnp.arange(iterations_per_chunk)
+        return jax.lax.scan(iteration, runner, indices)
+
+    return ScanTrain(make_init(config, network, optimizer), run_chunk, network, iterations_per_chunk, pieces)
+
+
+def make_init(
+    config: DQNConfig, network: QNetwork, optimizer: optax.GradientTransformation
+) -> Callable[[jax.Array], Runner]:
+    """``init(key) -> Runner``: one seed's networks, env states, empty replay buffer and episode figures."""
+    params = config.params
+    num_envs = config.hyperparameters.num_envs
+    capacity, window = config.hyperparameters.buffer_size, config.run.rolling_episodes
 
     def init(key: jax.Array) -> Runner:
         network_key, env_key, loop_key = jax.random.split(key, 3)
@@ -150,6 +163,15 @@ def make_train(config: DQNConfig) -> ScanTrain:
             jnp.int32(0),
         )
         return Runner(learner, env_state, buffer, episodes, loop_key)
+
+    return init
+
+
+def make_pieces(config: DQNConfig, network: QNetwork, optimizer: optax.GradientTransformation) -> Pieces:
+    """The parts of one iteration (:class:`Pieces`): acting, the env step, storing, sampling, learning."""
+    params = config.params
+    hyper = config.hyperparameters
+    num_envs, width, capacity = hyper.num_envs, params.width, hyper.buffer_size
 
     def select_actions(runner: Runner, epsilon: jax.Array, explore_key: jax.Array, random_key: jax.Array) -> jax.Array:
         greedy = network.apply(runner.learner.params, cells_of_states(runner.env_state, width)).argmax(axis=1)
@@ -191,16 +213,27 @@ def make_train(config: DQNConfig) -> ScanTrain:
         learner, loss = learning_step(runner.learner, batch)
         return runner._replace(learner=learner), loss
 
+    return Pieces(select_actions, env_step, store, sample, learn_batch)
+
+
+def make_iteration(
+    config: DQNConfig, pieces: Pieces
+) -> Callable[[Runner, jax.Array], tuple[Runner, dict[str, jax.Array]]]:
+    """``iteration(runner, iteration_index) -> (runner, metrics)``: one vector step of every env, its
+    transitions stored, and an update when one is due (the body of the scan)."""
+    hyper = config.hyperparameters
+    num_envs, window = hyper.num_envs, config.run.rolling_episodes
+
     def update(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
-        return learn_batch(runner, sample(runner.buffer, key))
+        return pieces.learn(runner, pieces.sample(runner.buffer, key))
 
     def iteration(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, sample_key = jax.random.split(runner.key, 5)
         global_step = (iteration_index + 1) * num_envs
         epsilon = config.epsilon(global_step, jnp)  # the host loop's schedule, in the trace
-        actions = select_actions(runner, epsilon, explore_key, random_key)
-        _, env_state, reward, terminated, truncated, info = env_step(runner, actions, step_key)
-        buffer = store(
+        actions = pieces.select_actions(runner, epsilon, explore_key, random_key)
+        _, env_state, reward, terminated, truncated, info = pieces.env_step(runner, actions, step_key)
+        buffer = pieces.store(
             runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, iteration_index
         )
         episodes = _track(runner.episodes, reward, terminated, truncated, jax.vmap(_distance)(env_state), window)
@@ -210,12 +243,7 @@ def make_train(config: DQNConfig) -> ScanTrain:
         runner, loss = jax.lax.cond(learn_now, update, lambda r, k: (r, jnp.float32(jnp.nan)), runner, sample_key)
         return runner, {"loss": loss, "learned": learn_now, "epsilon": epsilon}
 
-    def run_chunk(runner: Runner, first_iteration: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
-        indices = first_iteration + jnp.arange(iterations_per_chunk)
-        return jax.lax.scan(iteration, runner, indices)
-
-    pieces = Pieces(select_actions, env_step, store, sample, learn_batch)
-    return ScanTrain(init, run_chunk, network, iterations_per_chunk, pieces)
+    return iteration
 
 
 def _distance(state: DoorsState) -> jax.Array:
@@ -397,8 +425,11 @@ def on_host(tree: Any, count: int) -> Any:
     return jax.tree.map(lambda leaf: np.asarray(leaf)[:count], tree)
 
 
-def train(config: DQNConfig, trial: Any = None) -> TrainResult:
+def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = None) -> TrainResult:
     """Trains ``config.run.num_seeds`` seeds in compiled ``vmap``s over the devices; figures are means over seeds.
+
+    ``arm`` is the record it trains as (default: this file's :data:`ARM`); greedy evaluations are
+    reported to ``trial`` if given (see :class:`~doors_gym_baselines.harness.Reporter`).
 
     The seeds spread over the devices of :func:`seed_devices` (:func:`seed_layout`), and one program
     compiled once runs every device's share at once (:func:`compile_run`). A seed computes what it
@@ -409,80 +440,120 @@ def train(config: DQNConfig, trial: Any = None) -> TrainResult:
     parameters stacked over seeds).
     """
     with jax_compilation_cache(config.run.jax_cache) as jax_cache:
-        return train_seeds(config, trial, jax_cache)
+        return train_seeds(arm or ARM, config, trial, jax_cache)
 
 
-def train_seeds(config: DQNConfig, trial: Any, jax_cache: str | None) -> TrainResult:
-    """:func:`train` with JAX's compilation cache in ``jax_cache`` (None: none)."""
+def train_seeds(arm: Arm, config: DQNConfig, trial: Reporter | None, jax_cache: str | None) -> TrainResult:
+    """:func:`train` with JAX's compilation cache in ``jax_cache`` (None: none): the host's loop over chunks."""
     start = time.perf_counter()
-    clock = time.perf_counter
-    arm = arm_of(__spec__.name, config.run.env_id)
     config = arm.configure(config)
-    run = config.run
-    num_envs, num_seeds = config.hyperparameters.num_envs, run.num_seeds
-    parts = make_train(config)
-    seeds = [run.seed + index for index in range(num_seeds)]
-    layout = seed_layout(run.devices, seeds)
-    runner, chunk = compile_run(parts, layout)
-    compile_seconds = clock() - start
-    progress = Progress(config.num_iterations * num_envs * num_seeds, f"{arm.name} x {num_seeds} seeds", run.quiet)
-    history: list[HistoryRow] = []
-    losses: list[float] = []
-    first = iterations = 0
-    scanning = 0.0
-
-    def evaluate(step: int) -> tuple[Evaluation, HistoryRow]:
-        params = on_host(runner.learner.params, num_seeds)
-        policies = [seed_policy(parts.network, params, index) for index in range(num_seeds)]
-        evaluations = [evaluate_greedy(policy.act, config.params) for policy in policies]
-        training = rolling_figures(on_host(runner.episodes, num_seeds))
-        row = history_row(step, start, config.epsilon(step), losses, evaluations, training, seeds)
-        return Evaluation.mean(evaluations), row
-
-    schedule = EvaluationSchedule(evaluate, history, trial, config)
+    num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
+    seeds = CompiledSeeds(config, trial, start)
+    progress = Progress(
+        config.num_iterations * num_envs * num_seeds, f"{arm.name} x {num_seeds} seeds", config.run.quiet
+    )
+    schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
+    per_chunk = seeds.parts.iterations_per_chunk
+    first = 0
     while first < config.num_iterations:
-        t0 = clock()
-        runner, metrics = chunk(runner, np.int32(first))
-        metrics = on_host(metrics, num_seeds)  # waits for the chunk
-        scanning += clock() - t0
-        learned = metrics["learned"][0]  # the same iterations learn in every seed
-        chunk_losses = metrics["loss"][:, learned]
-        if not np.isfinite(chunk_losses).all():
-            prune(trial, f"non-finite loss before step {(first + parts.iterations_per_chunk) * num_envs}")
-        losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
-        done_iterations = min(first + parts.iterations_per_chunk, config.num_iterations)
-        iterations += parts.iterations_per_chunk
+        epsilon = seeds.run_chunk(first)
+        done_iterations = min(first + per_chunk, config.num_iterations)
         global_step = done_iterations * num_envs
-        rolling = [figures.rolling_reward for figures in rolling_figures(on_host(runner.episodes, num_seeds))]
-        progress.update(
-            (done_iterations - first) * num_envs * num_seeds,
-            rolling=float(np.nanmean(rolling)) if not np.isnan(rolling).all() else float("nan"),
-            eps=float(metrics["epsilon"][0, -1]),
-        )
-        first += parts.iterations_per_chunk
+        progress.update((done_iterations - first) * num_envs * num_seeds, rolling=seeds.rolling_reward(), eps=epsilon)
+        first += per_chunk
         if schedule.should_stop(global_step, more_to_come=first < config.num_iterations):
             break
     progress.close()
     last = schedule.final(global_step)
-    updates = int(on_host(runner.learner.updates, num_seeds).sum())
-    wall_seconds = clock() - start  # the profile below is not part of the training
-    phases = {"compile": compile_seconds, "evaluation": schedule.seconds}
-    method = "the scan's time, split as its compiled pieces take it when run apart"
-    model = ScanModel(parts.network, on_host(runner.learner.params, num_seeds))
-    if run.profile:
-        first_device = layout.mesh.devices.flat[0]
-        device_runner = jax.tree.map(lambda leaf: jax.device_put(leaf[: layout.per_device], first_device), runner)
-        phases.update(split_scan_time(parts, device_runner, scanning, iterations, updates // num_seeds))
-    else:
-        method = "profile off: the scan's time is in other"
-    facts = {
-        "jax_version": jax.__version__,
-        "devices": [str(device) for device in layout.mesh.devices.flat],
-        "seeds_per_device": layout.seeds_per_device(),
-        "jax_cache": jax_cache,
-    }
-    figures = {"env_steps": global_step * num_seeds, "updates": updates, "model": model, "losses": losses}
-    return finish(arm, config, start, history, last, phases, method, wall_seconds, facts=facts, **figures)
+    return seeds.result(arm, global_step, last, schedule.seconds, jax_cache)
+
+
+class CompiledSeeds:
+    """A run's seeds on their devices, trained chunk by chunk by one compiled program.
+
+    Between chunks the host reads the losses (pruning on a non-finite one), evaluates the seeds'
+    greedy policies and keeps the learning curve; ``scanning`` is the time spent in the chunks.
+    """
+
+    def __init__(self, config: DQNConfig, trial: Reporter | None, start: float) -> None:
+        run = config.run
+        self.config, self.trial, self.start = config, trial, start
+        self.parts = make_train(config)
+        self.seeds = [run.seed + index for index in range(run.num_seeds)]
+        self.layout = seed_layout(run.devices, self.seeds)
+        self.runner, self.chunk = compile_run(self.parts, self.layout)
+        self.compile_seconds = time.perf_counter() - start
+        self.history: list[HistoryRow] = []
+        self.losses: list[float] = []
+        self.scanning = 0.0
+        self.iterations = 0
+
+    def run_chunk(self, first: int) -> float:
+        """Runs the chunk that starts at iteration ``first`` and keeps its losses; returns its last epsilon."""
+        num_envs, per_chunk = self.config.hyperparameters.num_envs, self.parts.iterations_per_chunk
+        started = time.perf_counter()
+        self.runner, metrics = self.chunk(self.runner, np.int32(first))
+        metrics = on_host(metrics, len(self.seeds))  # waits for the chunk
+        self.scanning += time.perf_counter() - started
+        learned = metrics["learned"][0]  # the same iterations learn in every seed
+        chunk_losses = metrics["loss"][:, learned]
+        if not np.isfinite(chunk_losses).all():
+            prune(self.trial, f"non-finite loss before step {(first + per_chunk) * num_envs}")
+        self.losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
+        self.iterations += per_chunk
+        return float(metrics["epsilon"][0, -1])
+
+    def rolling_reward(self) -> float:
+        """The seeds' mean rolling reward (NaN before any episode has ended)."""
+        rolling = [
+            figures.rolling_reward for figures in rolling_figures(on_host(self.runner.episodes, len(self.seeds)))
+        ]
+        return float(np.nanmean(rolling)) if not np.isnan(rolling).all() else float("nan")
+
+    def evaluate(self, step: int) -> tuple[Evaluation, HistoryRow]:
+        """Every seed's greedy evaluation (their mean) and the history row at env step ``step``."""
+        num_seeds = len(self.seeds)
+        params = on_host(self.runner.learner.params, num_seeds)
+        policies = [seed_policy(self.parts.network, params, index) for index in range(num_seeds)]
+        evaluations = [evaluate_greedy(policy.act, self.config.params) for policy in policies]
+        training = rolling_figures(on_host(self.runner.episodes, num_seeds))
+        row = history_row(step, self.start, self.config.epsilon(step), self.losses, evaluations, training, self.seeds)
+        return Evaluation.mean(evaluations), row
+
+    def result(
+        self,
+        arm: Arm,
+        global_step: int,
+        last: tuple[Evaluation, HistoryRow],
+        evaluation_seconds: float,
+        jax_cache: str | None,
+    ) -> TrainResult:
+        """The run's result, its scan time split into phases when the config asks for a profile."""
+        num_seeds, layout = len(self.seeds), self.layout
+        updates = int(on_host(self.runner.learner.updates, num_seeds).sum())
+        wall_seconds = time.perf_counter() - self.start  # the profile below is not part of the training
+        phases = {"compile": self.compile_seconds, "evaluation": evaluation_seconds}
+        method = "the scan's time, split as its compiled pieces take it when run apart"
+        model = ScanModel(self.parts.network, on_host(self.runner.learner.params, num_seeds))
+        if self.config.run.profile:
+            first_device = layout.mesh.devices.flat[0]
+            device_runner = jax.tree.map(
+                lambda leaf: jax.device_put(leaf[: layout.per_device], first_device), self.runner
+            )
+            phases.update(
+                split_scan_time(self.parts, device_runner, self.scanning, self.iterations, updates // num_seeds)
+            )
+        else:
+            method = "profile off: the scan's time is in other"
+        facts = {
+            "jax_version": jax.__version__,
+            "devices": [str(device) for device in layout.mesh.devices.flat],
+            "seeds_per_device": layout.seeds_per_device(),
+            "jax_cache": jax_cache,
+        }
+        figures = {"env_steps": global_step * num_seeds, "updates": updates, "model": model, "losses": self.losses}
+        history = self.history
+        return finish(arm, self.config, self.start, history, last, phases, method, wall_seconds, facts=facts, **figures)
 
 
 PROFILE_CALLS = 30
@@ -559,14 +630,26 @@ def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
     result.model.policy(seed_index).save(path, result.arm, result.config)
 
 
-__all__ = ["ScanModel", "load_model", "make_train", "save_model", "train"]
+ARM = Arm(
+    "flax-scan",
+    "flax",
+    "DoorsJax-v0",
+    "Flax + JAX env, one jitted scan",
+    train,
+    save_model,
+    seeds_in_one_run=True,
+    steps_pure_functions=True,
+)
+"""This file's arm."""
+
+__all__ = ["ARM", "ScanModel", "load_model", "make_train", "save_model", "train"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m baselines.dqn_flax_scan``: ``doors-gym train`` for this file's arm."""
     from .cli import train_main
 
-    return train_main(__spec__.name, argv)
+    return train_main(__spec__.name, (ARM,), argv)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """DQN in PyTorch against ``Doors-v0`` or ``DoorsJax-v0`` (CleanRL's ``dqn.py`` as the reference).
 
 The arms ``torch-numpy`` and ``torch-jax``: ``doors-gym train --arm torch-numpy`` or
-``python -m baselines.dqn_torch``. The shared host loop (:mod:`.loop`) drives a
-:class:`TorchLearner`; ``dqn_flax.py`` follows the same order, section by section.
+``python -m baselines.dqn_torch``. The file holds the algorithm: the network, the optimizer, the
+:class:`TorchLearner` (TD loss, update, acting, model file), ``train``, ``load_model`` and the arms'
+records; the harness's host loop (:mod:`.harness`) drives the learner. ``dqn_flax.py`` follows the
+same order, section by section.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from torch import nn
 
 from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
 
-from . import loop
+from . import harness
+from .arms import Arm, StudyFigures, arm_for_env
 from .cells import HIDDEN, encode
 from .config import DQNConfig, first_line
-from .loop import Batch, save_model  # noqa: F401  (save_model: this file's arm interface)
+from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
 from .runtime import torch_threads
 
@@ -209,13 +212,15 @@ class TorchLearner:
         torch.save({**payload, "state_dict": self.network.state_dict()}, path)
 
 
-def train(config: DQNConfig, trial: Any = None) -> TrainResult:
-    """Trains one seed; reports greedy evaluations to an Optuna ``trial`` if given.
+def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = None) -> TrainResult:
+    """Trains one seed as ``arm`` (default: this file's arm for the config's env id); reports greedy
+    evaluations to ``trial`` if given (see :class:`~doors_gym_baselines.harness.Reporter`).
 
     Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the :class:`TorchLearner`.
     """
+    arm = arm or arm_for_env(ARMS, config.run.env_id)
     with torch_threads(config.run.torch_threads, config.run.device):
-        return loop.train(TorchLearner, __spec__.name, config, trial)
+        return harness.train(arm, TorchLearner, config, trial)
 
 
 def load_model(path: str, device: str = "cpu") -> tuple[str, TorchLearner, DQNConfig]:
@@ -236,11 +241,25 @@ def load_model(path: str, device: str = "cpu") -> tuple[str, TorchLearner, DQNCo
     return saved["arm"], learner, config
 
 
+TORCH_NUMPY = Arm(
+    "torch-numpy",
+    "torch",
+    "Doors-v0",
+    "torch x Doors-v0 (NumPy)",
+    train,
+    save_model,
+    study=StudyFigures("PyTorch + Gym (sync envs)", 0.73, 22.5 * 60),
+)
+TORCH_JAX = Arm("torch-jax", "torch", "DoorsJax-v0", "torch x DoorsJax-v0", train, save_model)
+ARMS = (TORCH_NUMPY, TORCH_JAX)
+"""This file's arms: the same learner against the NumPy env and the JAX env."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m baselines.dqn_torch``: ``doors-gym train`` for this file's arms."""
     from .cli import train_main
 
-    return train_main(__spec__.name, argv)
+    return train_main(__spec__.name, ARMS, argv)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import loop
+from . import harness
+from .arms import Arm
 from .cells import CELLS_DTYPE, HIDDEN
 from .config import DQNConfig
 from .dqn_torch import QNetwork, TorchLearner
 from .dqn_torch import load_model  # noqa: F401  (the torch model format)
-from .loop import save_model  # noqa: F401  (save_model: this file's arm interface)
+from .harness import Reporter, save_model
 from .metrics import TrainResult
 from .runtime import torch_threads
 
@@ -96,21 +97,26 @@ def torch_dtype(dtype: Any) -> torch.dtype:
     return getattr(torch, np.dtype(dtype).name)
 
 
-def train(config: DQNConfig, trial: Any = None) -> TrainResult:
-    """Trains one seed; reports greedy evaluations to an Optuna ``trial`` if given.
+def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = None) -> TrainResult:
+    """Trains one seed as ``arm`` (default: this file's :data:`ARM`); reports greedy evaluations to ``trial``
+    if given (see :class:`~doors_gym_baselines.harness.Reporter`).
 
     Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the
     :class:`CompiledTorchLearner`.
     """
     with torch_threads(config.run.torch_threads, config.run.device):
-        return loop.train(CompiledTorchLearner, __spec__.name, config, trial)
+        return harness.train(arm or ARM, CompiledTorchLearner, config, trial)
+
+
+ARM = Arm("torch-compile", "torch", "Doors-v0", "torch.compile x Doors-v0 (NumPy)", train, save_model)
+"""This file's arm."""
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m baselines.dqn_torch_compile``: ``doors-gym train`` for this file's arm."""
     from .cli import train_main
 
-    return train_main(__spec__.name, argv)
+    return train_main(__spec__.name, (ARM,), argv)
 
 
 if __name__ == "__main__":

@@ -68,51 +68,66 @@ def add_arguments(
     preset_fields = set(from_preset)
     for spec in cli_fields(cls, exclude, include):
         default = getattr(defaults, spec.name) if defaults is not None else spec.default
-        hint, _ = _base_type(hints[spec.name])
-        flag = spec.metadata.get("flag", "--" + spec.name.replace("_", "-"))
         help_text = spec.metadata["help"].replace("%", "%%")  # argparse formats help with %
         if spec.name in preset_fields:
             default, help_text = argparse.SUPPRESS, f"{help_text} {FROM_PRESET}"
         if "switches" in spec.metadata:
-            group = parser.add_mutually_exclusive_group()
-            if "metavar" in spec.metadata:  # the value itself too, beside one switch per named choice
-                group.add_argument(
-                    flag, dest=spec.name, metavar=spec.metadata["metavar"], help=f"{help_text} (default: {default})"
-                )
-            for value, switch_help in spec.metadata["switches"].items():
-                suffix = " (the default)" if value == default else ""
-                group.add_argument(
-                    f"--{value}", dest=spec.name, action="store_const", const=value, help=switch_help + suffix
-                )
-            parser.set_defaults(**{spec.name: default})
-            continue
-        if hint is bool:
-            parser.add_argument(
-                flag, dest=spec.name, action=argparse.BooleanOptionalAction, default=default, help=help_text
-            )
-        elif typing.get_origin(hint) is tuple:
-            item, *rest = typing.get_args(hint)
-            nargs = "+" if rest == [Ellipsis] else len(typing.get_args(hint))
-            shown = "none" if default is None else " ".join(map(str, default))
-            parser.add_argument(
-                flag,
-                dest=spec.name,
-                type=item,
-                nargs=nargs,
-                default=default if default in (None, argparse.SUPPRESS) else list(default),
-                metavar="N" if item is int else "VALUE",
-                help=help_text if "(default" in help_text else f"{help_text} (default: {shown})",
-            )
+            add_switches(parser, spec, default, help_text)
         else:
-            parser.add_argument(
-                flag,
-                dest=spec.name,
-                type=hint,
-                default=default,
-                choices=spec.metadata.get("choices"),
-                # A help text that explains its own default (a None that stands for a fallback) keeps it.
-                help=help_text if "(default" in help_text else f"{help_text} (default: %(default)s)",
-            )
+            add_flag(parser, spec, _base_type(hints[spec.name])[0], default, help_text)
+
+
+def flag_of(spec: dataclasses.Field) -> str:
+    """The flag of a field: its metadata's ``flag``, else ``--field-name``."""
+    return spec.metadata.get("flag", "--" + spec.name.replace("_", "-"))
+
+
+def add_switches(parser: argparse.ArgumentParser | Any, spec: dataclasses.Field, default: Any, help_text: str) -> None:
+    """Exclusive flags of a field with ``switches``: one per named choice (``--quick``, ``--full``), beside the
+    flag that takes the value itself when the field has a ``metavar``."""
+    group = parser.add_mutually_exclusive_group()
+    if "metavar" in spec.metadata:
+        group.add_argument(
+            flag_of(spec), dest=spec.name, metavar=spec.metadata["metavar"], help=f"{help_text} (default: {default})"
+        )
+    for value, switch_help in spec.metadata["switches"].items():
+        suffix = " (the default)" if value == default else ""
+        group.add_argument(f"--{value}", dest=spec.name, action="store_const", const=value, help=switch_help + suffix)
+    parser.set_defaults(**{spec.name: default})
+
+
+def add_flag(
+    parser: argparse.ArgumentParser | Any, spec: dataclasses.Field, hint: Any, default: Any, help_text: str
+) -> None:
+    """The flag of a field of type ``hint``: ``--x/--no-x`` for a bool, several values for a tuple, one otherwise."""
+    flag = flag_of(spec)
+    if hint is bool:
+        parser.add_argument(
+            flag, dest=spec.name, action=argparse.BooleanOptionalAction, default=default, help=help_text
+        )
+    elif typing.get_origin(hint) is tuple:
+        item, *rest = typing.get_args(hint)
+        nargs = "+" if rest == [Ellipsis] else len(typing.get_args(hint))
+        shown = "none" if default is None else " ".join(map(str, default))
+        parser.add_argument(
+            flag,
+            dest=spec.name,
+            type=item,
+            nargs=nargs,
+            default=default if default in (None, argparse.SUPPRESS) else list(default),
+            metavar="N" if item is int else "VALUE",
+            help=help_text if "(default" in help_text else f"{help_text} (default: {shown})",
+        )
+    else:
+        parser.add_argument(
+            flag,
+            dest=spec.name,
+            type=hint,
+            default=default,
+            choices=spec.metadata.get("choices"),
+            # A help text that explains its own default (a None that stands for a fallback) keeps it.
+            help=help_text if "(default" in help_text else f"{help_text} (default: %(default)s)",
+        )
 
 
 def values_from(

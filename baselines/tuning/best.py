@@ -12,7 +12,7 @@ import numpy as np
 from .. import tracking
 from ..arms import Arm, get_arm
 from ..config import DQNConfig
-from ..loop import NonFiniteLoss
+from ..harness import NonFiniteLoss
 from .objective import train_and_score
 from .space import hyperparameters_from_params
 from .study import finished_trials

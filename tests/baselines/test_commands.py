@@ -147,3 +147,34 @@ def test_train_starts_from_the_arms_tuned_preset_and_the_flags_override_it(monke
         cli.main(["train", "--arm", "torch-numpy", "--full"])
     assert seen[-1].hyperparameters == load_preset("full", "torch-numpy").config().hyperparameters
     assert seen[-1].run.total_steps == 500_000
+
+
+def test_naming_the_arms_imports_no_framework():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import doors_gym_baselines\n"
+        "from doors_gym import cli\n"
+        "from doors_gym_baselines.arms import ARMS, REFERENCE_ARM\n"
+        "cli.build_parser()\n"
+        "assert list(ARMS)[0] == REFERENCE_ARM.name == 'torch-numpy'\n"
+        "print(sorted(name for name in ('torch', 'jax', 'flax', 'optax') if name in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", ["torch-numpy", "torch-jax", "torch-compile", "flax-numpy", "flax-jax"])
+def test_an_arm_hands_its_own_record_to_the_host_loop(name, monkeypatch):
+    pytest.importorskip("torch" if name.startswith("torch") else "flax")
+    from doors_gym_baselines import harness
+    from doors_gym_baselines.config import DQNConfig
+
+    arm = arms.get_arm(name)
+    assert arm.module().__name__ == f"doors_gym_baselines.{arms.ARM_RECORDS[name].split(':')[0]}"
+    monkeypatch.setattr(harness, "train", lambda record, make_learner, config, trial: (record, config, trial))
+    record, config, trial = arm.train(DQNConfig.of(env_id="Doors-v0"), trial="a trial")
+    assert record is arm and config.run.env_id == arm.env_id and trial == "a trial"

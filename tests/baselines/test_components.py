@@ -13,7 +13,7 @@ from doors_gym.oracle import OraclePolicy, evaluate_oracle
 from doors_gym_baselines import evaluation as common
 from doors_gym_baselines.evaluation import EpisodeTracker
 from doors_gym_baselines.cells import CELLS_DTYPE, HIDDEN, encode, planes
-from doors_gym_baselines.replay import ReplayBuffer
+from doors_gym_baselines.harness.replay import ReplayBuffer
 
 
 def transitions(first: int, count: int):
@@ -199,7 +199,7 @@ def test_evaluate_greedy_of_a_policy_that_stays():
 def test_progress_bars_only_in_a_terminal(monkeypatch, stdout_tty, stderr_tty, quiet, shown):
     import io
 
-    from doors_gym_baselines import loop
+    from doors_gym_baselines.harness import progress as bars
 
     class Stream(io.StringIO):
         def __init__(self, tty):
@@ -209,10 +209,10 @@ def test_progress_bars_only_in_a_terminal(monkeypatch, stdout_tty, stderr_tty, q
         def isatty(self):
             return self.tty
 
-    monkeypatch.setattr(loop.sys, "stdout", Stream(stdout_tty))
-    monkeypatch.setattr(loop.sys, "stderr", Stream(stderr_tty))
-    progress = loop.Progress(100, "arm", quiet)
+    monkeypatch.setattr(bars.sys, "stdout", Stream(stdout_tty))
+    monkeypatch.setattr(bars.sys, "stderr", Stream(stderr_tty))
+    progress = bars.Progress(100, "arm", quiet)
     progress.update(50, ret=0.5, eps=0.1)
     progress.close()
     assert (progress._bar is not None) == shown
-    assert ("50%" in loop.sys.stderr.getvalue()) == shown
+    assert ("50%" in bars.sys.stderr.getvalue()) == shown

@@ -9,7 +9,7 @@ import pytest
 
 from doors_gym_baselines.config import DQNConfig, RunSettings
 from doors_gym_baselines.evaluation import Evaluation
-from doors_gym_baselines.loop import EvaluationSchedule
+from doors_gym_baselines.harness import EvaluationSchedule
 from doors_gym_baselines.metrics import (
     HistoryRow,
     SeedFigures,

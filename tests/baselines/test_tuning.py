@@ -20,7 +20,7 @@ mlflow = pytest.importorskip("mlflow")
 pytest.importorskip("flax")
 pytest.importorskip("torch")
 
-from doors_gym_baselines import loop, tracking, tuning  # noqa: E402
+from doors_gym_baselines import harness, tracking, tuning  # noqa: E402
 from doors_gym_baselines.tuning import scores, space  # noqa: E402
 from doors_gym_baselines.config import DQNConfig, Hyperparameters, RunSettings  # noqa: E402
 from doors_gym_baselines.metrics import HistoryRow  # noqa: E402
@@ -128,7 +128,7 @@ def test_tracked_trial_reports_the_running_score(tmp_path: pathlib.Path) -> None
     with mlflow.start_run() as run:
         tracked = tuning.TrackedTrial(Recorder(), "learning-curve")
         for step, value in ((100, 0.2), (200, 0.4)):
-            loop.report(tracked, row(step, value))
+            harness.report(tracked, row(step, value))
     assert reported == [(100, pytest.approx(0.2)), (200, pytest.approx(0.3))]
     history = mlflow.MlflowClient().get_metric_history(run.info.run_id, "greedy_step_reward")
     assert [(point.step, point.value) for point in history] == [(100, 0.2), (200, 0.4)]
@@ -150,7 +150,7 @@ def test_non_finite_loss_prunes_the_trial(arm: str, load_arm) -> None:
     )
     study = optuna.create_study(direction="maximize")
     study.optimize(
-        lambda trial: module.train(config, loop.GreedyReward(trial)).evaluation.mean_step_reward, n_trials=1
+        lambda trial: module.train(config, harness.GreedyReward(trial)).evaluation.mean_step_reward, n_trials=1
     )
     trial = study.trials[0]
     assert trial.state == optuna.trial.TrialState.PRUNED

@@ -1,10 +1,10 @@
-"""The replay buffer of the host-loop arms (NumPy, framework-free)."""
+"""The replay buffer of the host loop (NumPy, framework-free)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .cells import CELLS_DTYPE
+from ..cells import CELLS_DTYPE
 
 
 class ReplayBuffer:

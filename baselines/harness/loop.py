@@ -1,0 +1,204 @@
+"""The host loop every framework shares, behind the :class:`~.learner.Learner` protocol.
+
+The torch and Flax arms differ only in their network and gradient step, so the
+loop that drives them is written once: vector-env rollout with epsilon-greedy
+exploration, next-step autoreset masking, the replay buffer, episode figures,
+the evaluation cadence, pruning and the result. One loop also keeps the
+comparison fair: whatever differs between two host-loop arms is the framework,
+not the loop around it. (The fully jitted arm has its own loop inside
+``lax.scan``, which is its point.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import doors_gym  # noqa: F401  (registers the ids)
+from doors_gym import core
+
+from .. import cells as cell_codes
+from ..arms import Arm
+from ..config import DQNConfig
+from ..evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
+from ..metrics import HistoryRow, TrainResult
+from .learner import Learner
+from .progress import Progress
+from .replay import ReplayBuffer
+from .schedule import EvaluationSchedule, Reporter, prune
+from .timing import PhaseTimer, finish
+
+LOOP_PHASES = ("env_step", "action_selection", "replay_buffer", "update")
+"""The phases the host loop times itself (evaluation and compile are timed where they happen)."""
+
+
+def make_envs(config: DQNConfig) -> gym.vector.VectorEnv:
+    """The training vector env of a host-loop arm (NumPy arrays out, for either env id)."""
+    run = config.run
+    kwargs: dict[str, Any] = {
+        "grid_size": tuple(run.grid_size),
+        "n_doors": run.n_doors,
+        "door_cols": run.door_cols,
+        "max_episode_steps": run.max_episode_steps,
+    }
+    num_envs = config.hyperparameters.num_envs
+    if run.env_id == "DoorsJax-v0" or run.vectorization == "native":
+        return gym.make_vec(run.env_id, num_envs, **kwargs)
+    return gym.make_vec(run.env_id, num_envs, vectorization_mode=run.vectorization, **kwargs)
+
+
+class Rollout:
+    """The training envs under a learner's epsilon-greedy policy: acting, stepping, storing, episode figures.
+
+    The cells of each observation are found once (:func:`doors_gym_baselines.cells.encode`): the learner
+    acts on them and the replay buffer stores them.
+    """
+
+    def __init__(self, config: DQNConfig, learner: Learner) -> None:
+        hyper, run = config.hyperparameters, config.run
+        self.learner = learner
+        self.num_envs = hyper.num_envs
+        self.envs = make_envs(config)
+        self.buffer = ReplayBuffer(hyper.buffer_size, seed=run.seed)
+        self.tracker = EpisodeTracker(self.num_envs, run.rolling_episodes)
+        self.rng = np.random.default_rng(run.seed)
+        obs, info = self.envs.reset(seed=run.seed)
+        self.cells = cell_codes.encode(obs)
+        self.tracker.start(np.ones(self.num_envs, dtype=bool), info["distance"])
+        self.previous_done = np.zeros(self.num_envs, dtype=bool)
+
+    def step(self, epsilon: float, timer: PhaseTimer) -> list[float]:
+        """One vector step, its phases timed; returns the returns of the episodes that ended on it."""
+        actions = timer.timed("action_selection", self.act, epsilon)
+        next_obs, rewards, terminated, truncated, info = timer.timed("env_step", self.envs.step, actions)
+        next_cells = timer.timed("replay_buffer", self.store, actions, next_obs, rewards, terminated)
+        finished = self.tracker.record(rewards, terminated, truncated, ~self.previous_done)
+        self.tracker.start(self.previous_done, info["distance"])
+        self.previous_done = terminated | truncated
+        self.cells = next_cells
+        return finished
+
+    def act(self, epsilon: float) -> np.ndarray:
+        """Epsilon-greedy actions ``(num_envs,)`` int64 for the current cells."""
+        # A copy of our own to change (a JAX result is read-only).
+        actions = np.array(self.learner.greedy(self.cells), dtype=np.int64)
+        explore = self.rng.random(self.num_envs) < epsilon
+        actions[explore] = self.rng.integers(0, core.NUM_ACTIONS, int(explore.sum()))
+        return actions
+
+    def store(
+        self, actions: np.ndarray, next_obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray
+    ) -> np.ndarray:
+        """Stores a step's transitions in the replay buffer; returns the next observations' cells.
+
+        Next-step autoreset: a step that follows an episode end is a reset, not a transition.
+        """
+        next_cells = cell_codes.encode(next_obs)  # once per observation: acting and the buffer share them
+        valid = ~self.previous_done
+        self.buffer.add(self.cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid])
+        return next_cells
+
+    def close(self) -> None:
+        """Closes the envs."""
+        self.envs.close()
+
+
+class LossLog:
+    """The losses of a run, read from the learner only where they are logged (no host sync per update).
+
+    :meth:`read` turns the pending losses into floats at an evaluation, prunes (or stops the run) on a
+    non-finite one, and returns every value so far.
+    """
+
+    def __init__(self, learner: Learner, trial: Reporter | None) -> None:
+        self._learner = learner
+        self._trial = trial
+        self._pending: list[Any] = []
+        self.values: list[float] = []
+
+    def add(self, loss: Any) -> None:
+        """Keeps an update's loss, not waited for."""
+        self._pending.append(loss)
+
+    def read(self, step: int) -> list[float]:
+        """Every loss so far, as floats (the pending ones read now)."""
+        if self._pending:
+            read = self._learner.read_losses(self._pending)
+            self._pending = []
+            self.values.extend(read.tolist())
+            if not np.isfinite(read).all():
+                prune(self._trial, f"non-finite loss before step {step}")
+        return self.values
+
+
+def greedy_evaluation(
+    config: DQNConfig, start: float, rollout: Rollout, losses: LossLog
+) -> Callable[[int], tuple[Evaluation, HistoryRow]]:
+    """``evaluate(step)`` for the :class:`~.schedule.EvaluationSchedule`: the learner's greedy play from every
+    start, and the history row with the training episodes' figures and the losses so far."""
+
+    def evaluate(step: int) -> tuple[Evaluation, HistoryRow]:
+        evaluation = evaluate_greedy(rollout.learner.act, config.params)
+        training = rollout.tracker.summary()
+        seeds = [config.run.seed]
+        row = history_row(step, start, config.epsilon(step), losses.read(step), [evaluation], [training], seeds)
+        return evaluation, row
+
+    return evaluate
+
+
+def train(
+    arm: Arm, make_learner: Callable[[DQNConfig], Learner], config: DQNConfig, trial: Reporter | None = None
+) -> TrainResult:
+    """Trains one seed of a host-loop arm; reports greedy evaluations to ``trial`` if given.
+
+    Args:
+        arm: the arm it trains as (its record, from the learner file).
+        make_learner: builds the framework's learner from the config (seeding its networks).
+        config: hyperparameters and run settings.
+        trial: what the evaluations are reported to (the tuner's tracked trial, or an Optuna trial wrapped
+            as :class:`~.schedule.GreedyReward`), or None.
+
+    Returns:
+        A :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the learner.
+    """
+    start = time.perf_counter()
+    hyper = config.hyperparameters
+    learner = make_learner(config)
+    rollout = Rollout(config, learner)
+    progress = Progress(config.num_iterations * hyper.num_envs, arm.name, config.run.quiet)
+    losses = LossLog(learner, trial)
+    history: list[HistoryRow] = []
+    schedule = EvaluationSchedule(greedy_evaluation(config, start, rollout, losses), history, trial, config)
+    timer = PhaseTimer(*LOOP_PHASES)
+    updates = 0
+    for iteration in range(config.num_iterations):
+        global_step = (iteration + 1) * hyper.num_envs
+        epsilon = config.epsilon(global_step)
+        finished = rollout.step(epsilon, timer)
+        if global_step > hyper.learning_starts and iteration % hyper.train_frequency == 0:
+            batch = timer.timed("replay_buffer", rollout.buffer.sample, hyper.batch_size)
+            # Bootstrap through truncation: only termination cuts the return (the learners' TD targets).
+            losses.add(timer.timed("update", learner.update, batch))
+            updates += 1
+        progress.update(hyper.num_envs, ret=finished[-1] if finished else float("nan"), eps=epsilon)
+        if schedule.should_stop(global_step, more_to_come=iteration + 1 < config.num_iterations):
+            break
+    progress.close()
+    rollout.close()
+    last = schedule.final(global_step)
+    losses.read(global_step)
+    phases = {**timer.seconds, "evaluation": schedule.seconds, "compile": learner.compile_seconds}
+    figures = {"env_steps": global_step, "updates": updates, "model": learner, "losses": losses.values}
+    return finish(arm, config, start, history, last, phases, facts=learner.facts, **figures)
+
+
+def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
+    """Writes the trained model of a host-loop run (one seed per run: ``seed_index`` is 0)."""
+    if seed_index != 0:
+        raise ValueError(f"seed_index={seed_index} is out of range: a {result.arm} run trains one seed (0)")
+    result.model.save(path, result.arm, result.config)
