@@ -156,6 +156,7 @@ class TrainResult:
 
     Attributes:
         arm: the arm's name (see :mod:`doors_gym_baselines.arms`).
+        env_label: what the arm steps: its env id, or the pure functions (``Arm.env_label``).
         evaluation: the final greedy evaluation (means over seeds for several seeds).
         rolling_reward: the final rolling reward (mean over seeds).
         env_steps: env steps over all seeds.
@@ -168,6 +169,7 @@ class TrainResult:
     """
 
     arm: str
+    env_label: str
     config: Any
     evaluation: Any
     rolling_reward: float
@@ -199,11 +201,9 @@ class TrainResult:
         """Flat figures for tables and logs, with the oracle's per-step reward beside the greedy one."""
         from doors_gym.oracle import evaluate_oracle
 
-        from .arms import get_arm
-
         return {
             "arm": self.arm,
-            "env_id": get_arm(self.arm).env_label,
+            "env_id": self.env_label,
             "wall_seconds": round(self.wall_seconds, 2),
             "env_steps": self.env_steps,
             "updates": self.updates,

@@ -165,10 +165,15 @@ def display_url(url: str) -> str:
         return url
 
 
+class TrackingUnreachable(ValueError):
+    """The MLflow store cannot be opened: a bad URI, a missing database or driver, no connection, no access."""
+
+
 def connect(uri: str | None, experiment: str) -> str:
     """Points MLflow at ``uri`` and the experiment ``experiment`` (created if missing); returns its id.
 
-    Raises ``ValueError`` naming the URI when the store cannot be reached.
+    Raises :class:`TrackingUnreachable` (a ``ValueError``) naming the URI when the store cannot be reached;
+    other errors are raised as they are.
     Creation tolerates a concurrent worker creating the same experiment.
     """
     import mlflow
@@ -176,11 +181,15 @@ def connect(uri: str | None, experiment: str) -> str:
     uri = tracking_uri(uri)
     check_driver("tracking_uri", uri)
     mlflow.set_tracking_uri(uri)
+    import sqlalchemy
+
     try:
         with sqlite_lock(uri):
             experiment_id = _experiment_id(mlflow, experiment)
-    except Exception as error:  # noqa: BLE001 - any store failure becomes one clear message
-        raise ValueError(f"tracking_uri={uri!r} is unreachable: {type(error).__name__}: {first_line(error)}") from error
+    except (mlflow.exceptions.MlflowException, sqlalchemy.exc.SQLAlchemyError, ImportError, OSError) as error:
+        raise TrackingUnreachable(
+            f"tracking_uri={uri!r} is unreachable: {type(error).__name__}: {first_line(error)}"
+        ) from error
     ended = end_dead_runs(experiment_id)
     if ended:
         print(f"MLflow: {len(ended)} run(s) left RUNNING by a killed process, now KILLED: {', '.join(ended)}")

@@ -55,6 +55,7 @@ def finish(
     timings = Timings(**phases, other=max(0.0, wall_seconds - sum(phases.values())), method=method)
     return TrainResult(
         arm=arm.name,
+        env_label=arm.env_label,
         config=config,
         evaluation=evaluation,
         rolling_reward=final.rolling_reward,
