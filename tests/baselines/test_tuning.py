@@ -383,6 +383,21 @@ def test_an_unreachable_storage_is_its_own_error_and_a_bug_is_not_one(tmp_path, 
         tuning.open_storage(f"sqlite:///{tmp_path / 'optuna.db'}")
 
 
+def test_an_unreachable_tracking_store_is_its_own_error_and_a_bug_is_not_one(tmp_path, monkeypatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(tracking.TrackingUnreachable, match="is unreachable"):
+        tracking.connect(f"sqlite:///{blocker / 'mlflow.db'}", "nowhere")
+    assert issubclass(tracking.TrackingUnreachable, ValueError)  # the command line reports it as a bad flag
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug, not an unreachable store")
+
+    monkeypatch.setattr(tracking, "_experiment_id", broken)
+    with pytest.raises(TypeError, match="a bug"):
+        tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "somewhere")
+
+
 def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, monkeypatch):
     from doors_gym_baselines import reporting
 
