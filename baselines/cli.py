@@ -44,6 +44,12 @@ def add_enjoy_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
     parser.add_argument(
+        "--arm",
+        choices=tuple(ARMS),
+        default=None,
+        help="read MODEL as this arm's file (default: told by its content)",
+    )
+    parser.add_argument(
         "--tracking-uri",
         default=None,
         help="where a runs:/ or models:/ MODEL is (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)",
@@ -193,7 +199,10 @@ def run_enjoy(args: argparse.Namespace) -> int:
     """``doors-gym enjoy``: greedy episodes of a saved model."""
     from .enjoy import describe, enjoy
 
-    figures = enjoy(args.model, args.episodes, args.out, args.seed, args.fps, args.cell_pixels, args.tracking_uri)
+    arm = None if args.arm is None else get_arm(args.arm)
+    figures = enjoy(
+        args.model, args.episodes, args.out, args.seed, args.fps, args.cell_pixels, args.tracking_uri, arm=arm
+    )
     print(describe(figures, args.episodes, args.out))
     return 0
 

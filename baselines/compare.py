@@ -22,13 +22,14 @@ import json
 import pathlib
 import sys
 import time
+import types
 from collections.abc import Sequence
 from typing import Any
 
 import doors_gym
 
 from . import reporting, tracking
-from .arms import ARMS, Arm, get_arm
+from .arms import ARMS, Arm, ArmProtocol, get_arm
 from .config import DQNConfig, RunSettings, check_at_least, check_choice, field
 from .presets import RUN_FIELDS, Preset, check_preset, load_preset, preset_field
 from .metrics import TrainResult, seconds_to_first_window, seconds_to_solved
@@ -324,6 +325,31 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
                 )
             mlflow.log_metric("compare_wall_seconds", time.perf_counter() - start)
     return Outcome(rows, oracle, table, paths, parent.info.run_id, experiment_id)
+
+
+def compare_arms(arms: Sequence[ArmProtocol | str], run: RunSettings | None = None, **options: Any) -> Outcome:
+    """Compares ``arms``: installed arms by name, or arm objects (:class:`~doors_gym_baselines.arms.ArmProtocol`)
+    straight from a notebook, with ``options`` (the fields of :class:`CompareOptions`) over ``run``.
+
+    The module is callable as this function: ``doors_gym_baselines.compare([my_arm, "torch-numpy"], seeds=3)``.
+    """
+    names = []
+    for arm in arms:
+        if not isinstance(arm, str):
+            ARMS.add(arm)
+            arm = arm.name
+        names.append(arm)
+    return compare(CompareOptions(arms=tuple(names), **options), run)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`compare_arms` (``doors_gym_baselines.compare(...)``)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Outcome:
+        return compare_arms(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 
 def main(argv: Sequence[str] | None = None) -> int:

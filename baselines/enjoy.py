@@ -20,16 +20,17 @@ import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import rendering
 
 from . import tracking
-from .arms import load_model
+from .arms import ArmProtocol, load_model
 from .config import DQNConfig
 
 URI_SCHEMES = ("runs:/", "models:/")
 
 
 def load_policy(
-    path: str | pathlib.Path, tracking_uri: str | None = None
+    path: str | pathlib.Path, tracking_uri: str | None = None, arm: ArmProtocol | None = None
 ) -> tuple[Callable[[np.ndarray], int], DQNConfig]:
-    """``(policy(obs) -> greedy action, config)`` from a model file of any arm, or an MLflow model URI.
+    """``(policy(obs) -> greedy action, config)`` from a model file of any arm (of ``arm``, if given), or an
+    MLflow model URI.
 
     ``runs:/<run id>/model`` and ``models:/doors-<arm>@champion`` are read from the
     tracking store at ``tracking_uri`` (default: ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``).
@@ -42,9 +43,9 @@ def load_policy(
             from .serving import download_model_file
 
             mlflow.set_tracking_uri(tracking.tracking_uri(tracking_uri))
-            arm, model, config = load_model(download_model_file(text, folder))
+            arm, model, config = load_model(download_model_file(text, folder), arm)
     else:
-        arm, model, config = load_model(path)
+        arm, model, config = load_model(path, arm)
     return (lambda obs: int(arm.act(model, np.asarray(obs)[None])[0])), config
 
 
@@ -56,6 +57,7 @@ def enjoy(
     fps: int = 8,
     cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
     tracking_uri: str | None = None,
+    arm: ArmProtocol | None = None,
 ) -> dict[str, Any]:
     """Plays ``episodes`` greedy episodes; writes a video to ``out`` or shows a window when ``out`` is None.
 
@@ -63,7 +65,7 @@ def enjoy(
     """
     if out is not None and pathlib.Path(out).suffix.lower() not in rendering.VIDEO_SUFFIXES:
         raise ValueError(f"out={str(out)!r} has suffix {pathlib.Path(out).suffix!r}: expected .mp4 or .gif")
-    policy, config = load_policy(path, tracking_uri)
+    policy, config = load_policy(path, tracking_uri, arm)
     run = config.run
     env = gym.make(
         "Doors-v0",

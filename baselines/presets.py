@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings, field
@@ -120,8 +121,22 @@ def tuned_arms() -> tuple[str, ...]:
     return tuple(sorted(path.stem for path in HYPERPARAMS_DIR.glob("*.yml") if path.stem != SHARED))
 
 
+def own_presets(arm: str) -> Mapping[str, str]:
+    """The preset files a plug-in arm brings by name (none for this package's arms, whose presets are here)."""
+    from .arms import ARMS
+
+    if not arm or arm not in ARMS or ARMS.is_builtin(arm):
+        return {}
+    return ARMS[arm].presets
+
+
 def load_preset(spec: str, arm: str) -> Preset:
-    """The preset ``spec`` (a built-in name or a YAML file's path) for ``arm``; ``ValueError`` naming what is wrong."""
+    """The preset ``spec`` (a built-in name or a YAML file's path) for ``arm``; ``ValueError`` naming what is wrong.
+
+    A plug-in arm's own preset of that name (``Arm.presets``) comes first."""
+    own = own_presets(arm)
+    if spec in own:
+        return dataclasses.replace(read_preset(pathlib.Path(own[spec])), name=spec)
     if spec in BUILTIN:
         hyperparameters, run = BUILTIN[spec]
         return Preset(spec, dict(hyperparameters), dict(run))

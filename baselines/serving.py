@@ -25,7 +25,7 @@ import numpy as np
 import doors_gym
 from doors_gym import core
 
-from .arms import FRAMEWORK_STACKS, get_arm
+from .arms import get_arm
 from .metrics import TrainResult
 
 MODEL_PATH = "model"
@@ -102,7 +102,7 @@ def log_policy(result: TrainResult, seed_index: int = 0) -> str:
                 artifacts={MODEL_FILE: str(path)},
                 signature=signature(params.num_cells),
                 input_example=example_observations(params),
-                pip_requirements=[f"doors-gym=={doors_gym.__version__}", *FRAMEWORK_STACKS[arm.framework]],
+                pip_requirements=[f"doors-gym=={doors_gym.__version__}", *arm.requirements],
             )
     if arm.framework == "torch":
         from mlflow import pytorch as mlflow_pytorch

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import doors_gym
 
-from .arms import Arm
+from .arms import ArmProtocol
 from .config import field, first_line
 from .metrics import HistoryRow, TrainResult
 from .runtime import mlflow_environment
@@ -245,13 +245,14 @@ def git_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def run_tags(arm: Arm, **extra: str) -> dict[str, str]:
-    """The tags every run of an arm carries: arm, framework, what it steps, package version, git commit and
-    the process that runs it (see :func:`end_dead_runs`)."""
+def run_tags(arm: ArmProtocol, **extra: str) -> dict[str, str]:
+    """The tags every run of an arm carries: arm, framework, what it steps, the package that provides the arm
+    (with its version), doors-gym's version, git commit and the process that runs it (see :func:`end_dead_runs`)."""
     return {
         "arm": arm.name,
         "framework": arm.framework,
         "env_id": arm.env_label,
+        "package": arm.package,
         "doors_gym.version": doors_gym.__version__,
         "git_commit": git_commit(),
         PROCESS_TAG: this_process(),
@@ -342,12 +343,12 @@ def log_result(result: TrainResult, *, log_history: bool = True) -> None:
     mlflow.set_tag("timings.method", result.timings.method)
 
 
-def run_name(arm: Arm, seeds: Sequence[int]) -> str:
+def run_name(arm: ArmProtocol, seeds: Sequence[int]) -> str:
     """An MLflow run's name that says what it holds: ``<arm>-seed<n>``, or ``<arm>-seeds<first>-<last>``."""
     return f"{arm.name}-seed{seeds[0]}" if len(seeds) == 1 else f"{arm.name}-seeds{seeds[0]}-{seeds[-1]}"
 
 
-def log_seed_runs(result: TrainResult, arm: Arm, seeds: Sequence[int], model_seed: int | None) -> str | None:
+def log_seed_runs(result: TrainResult, arm: ArmProtocol, seeds: Sequence[int], model_seed: int | None) -> str | None:
     """One nested run per seed of a run that trained several (``<arm>-seed<n>``): its curve and final figures.
 
     The model of seed index ``model_seed`` (if not None) is logged in its seed's run; returns its URI.
@@ -388,7 +389,7 @@ def log_model(result: TrainResult, seed_index: int = 0) -> str:
     return log_policy(result, seed_index)
 
 
-def track_training(arm: Arm, config: Any, options: TrackOptions, train: Callable[[], TrainResult]) -> Any:
+def track_training(arm: ArmProtocol, config: Any, options: TrackOptions, train: Callable[[], TrainResult]) -> Any:
     """Runs ``train()`` inside an MLflow run (params, tags, curve, finals, timings, model); returns its result.
 
     The result gains ``run_id`` and ``model_uri`` in its facts.

@@ -14,7 +14,7 @@ from ..arms import Arm, get_arm
 from ..config import DQNConfig
 from ..harness import NonFiniteLoss
 from .objective import train_and_score
-from .space import hyperparameters_from_params
+from .space import SPACE, hyperparameters_from_params, space_of
 from .study import finished_trials
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def confirm_trial(trial: Any, arm: Arm, base: DQNConfig, options: TuneOptions, w
     first = base.run.seed
     own = int(trial.user_attrs.get("seed", first))
     seeds = [first + (own - first + 1 + j) % options.tuning_seeds for j in range(options.confirm_seeds)]
-    hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters)
+    hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters, space_of(arm))
     scores = []
     for seed in seeds:
         config = DQNConfig(hyperparameters, dataclasses.replace(base.run, seed=seed))
@@ -90,7 +90,8 @@ def write_best_preset(study: Any, base: DQNConfig, path: str, confirmed: dict[st
         raise ValueError(f"study {study.study_name!r} has no complete trial yet: no preset to write") from None
     if confirmed is not None:
         best = study.trials[confirmed["trial"]]
-    hyperparameters = hyperparameters_from_params(best.params, base.hyperparameters)
+    space = space_of(get_arm(study.user_attrs["arm"])) if "arm" in study.user_attrs else SPACE
+    hyperparameters = hyperparameters_from_params(best.params, base.hyperparameters, space)
     origin = {
         "study": study.study_name,
         "objective": study.user_attrs["objective"],

@@ -28,7 +28,7 @@ from ..reporting.study import log_study_plots, write_study_summary
 from .best import confirm_best, write_best_preset
 from .objective import TUNING_RUN, TUNING_SEEDS, check_trial_run, make_objective
 from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS, describe_score
-from .space import hyperparameters_from_params
+from .space import SPACE, Space, hyperparameters_from_params, space_of
 from .study import (
     DEFAULT_STORAGE,
     GRACE_PERIOD,
@@ -175,7 +175,7 @@ def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Hype
             + (f"resuming with {found} finished trials" if study.trials else "new"),
             flush=True,
         )
-    start_study(study, options.start_from, base, options.worker)
+    start_study(study, options.start_from, base, options.worker, space_of(get_arm(options.arm)))
     return study
 
 
@@ -218,7 +218,7 @@ def run_trials(study: Any, arm_name: str, base: DQNConfig, options: TuneOptions,
     )
     callbacks = [optuna.study.MaxTrialsCallback(options.n_trials, states=finished_states())]
     if options.verbose:
-        callbacks.append(TrialPrinter(options.objective, base.hyperparameters))
+        callbacks.append(TrialPrinter(options.objective, base.hyperparameters, space_of(get_arm(options.arm))))
     with optuna_quiet():
         study.optimize(objective, n_trials=remaining, timeout=options.timeout, callbacks=callbacks, gc_after_trial=True)
 
@@ -226,15 +226,16 @@ def run_trials(study: Any, arm_name: str, base: DQNConfig, options: TuneOptions,
 class TrialPrinter:
     """An Optuna callback: each finished trial in two lines, its score with its unit and its hyperparameters."""
 
-    def __init__(self, objective: str, base: Hyperparameters) -> None:
+    def __init__(self, objective: str, base: Hyperparameters, space: Space = SPACE) -> None:
         self.objective = objective
         self.base = base
+        self.space = space
 
     def __call__(self, study: Any, trial: Any) -> None:
-        print(describe_trial(study, trial, self.objective, self.base), flush=True)
+        print(describe_trial(study, trial, self.objective, self.base, self.space), flush=True)
 
 
-def describe_trial(study: Any, trial: Any, objective: str, base: Hyperparameters) -> str:
+def describe_trial(study: Any, trial: Any, objective: str, base: Hyperparameters, space: Space = SPACE) -> str:
     """A finished trial for people: state, seed, score with its unit, the best so far, its hyperparameters."""
     seed = trial.user_attrs.get("seed", "?")
     state = trial.state.name.lower()
@@ -249,7 +250,7 @@ def describe_trial(study: Any, trial: Any, objective: str, base: Hyperparameters
         best_text = f"best: trial {best.number}, {describe_score(objective, best.value, best.user_attrs.get('solved'))}"
     except ValueError:
         best_text = "no complete trial yet"
-    hyperparameters = hyperparameters_from_params(trial.params, base).describe() if trial.params else "-"
+    hyperparameters = hyperparameters_from_params(trial.params, base, space).describe() if trial.params else "-"
     return f"trial {trial.number} (seed {seed}): {outcome}; {best_text}\n{indented(hyperparameters)}"
 
 
@@ -275,7 +276,9 @@ def describe(study: Any, options: TuneOptions) -> str:
     if best is not None:
         score = describe_score(options.objective, best.value, best.user_attrs.get("solved"))
         lines.append(f"best: trial {best.number} (seed {best.user_attrs.get('seed', '?')}), {score}")
-        lines.append(indented(hyperparameters_from_params(best.params, base).describe()))
+        lines.append(
+            indented(hyperparameters_from_params(best.params, base, space_of(get_arm(options.arm))).describe())
+        )
     uri = tracking.tracking_uri(options.tracking_uri)
     lines.append(
         f"MLflow: experiment {options.experiment!r} in {tracking.display_url(uri)}, run {study.study_name} "

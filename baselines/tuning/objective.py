@@ -21,7 +21,7 @@ from ..config import DQNConfig, RunSettings
 from ..metrics import HistoryRow, TrainResult, seconds_to_solved
 from ..presets import TO_SOLVED
 from .scores import DEFAULT_OBJECTIVE, PENALTY_SECONDS, objective_score
-from .space import suggest_hyperparameters
+from .space import space_of, suggest_hyperparameters
 
 TUNING_SEED = 0
 """First training seed of the tuning trials; ``compare`` trains on other seeds (100 and up)."""
@@ -170,12 +170,12 @@ def make_objective(
     import optuna
 
     arm = get_arm(arm_name)
-    arm.module()  # a missing framework fails before the first trial, naming its extra
+    space = space_of(arm)  # an arm without a space of its own fails before the first trial
 
     def objective(trial: optuna.Trial) -> float:
         seed = base.run.seed + trial.number % tuning_seeds
         config = DQNConfig(
-            suggest_hyperparameters(trial, base.hyperparameters), dataclasses.replace(base.run, seed=seed)
+            suggest_hyperparameters(trial, base.hyperparameters, space), dataclasses.replace(base.run, seed=seed)
         )
         start_trial_run(trial, arm, config, worker)
         tracked = TrackedTrial(trial, objective_name, config.run, penalty_seconds)

@@ -9,7 +9,7 @@ that one table.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -105,44 +105,69 @@ target-update period and learning starts, and the stabilisers (Double DQN, log P
 decay, gradient clipping), which the same config fields give every framework."""
 
 
-def from_coordinates(params: dict[str, Any], base: Hyperparameters) -> Hyperparameters:
-    """The hyperparameters at a point of :data:`SPACE` (``base`` for the fields the space does not set)."""
-    values = {coordinate.target: coordinate.scale.value(params[coordinate.name]) for coordinate in SPACE}
-    depth, width = (values.pop(name) for name in LAYERS)
-    return dataclasses.replace(base, hidden_sizes=(width,) * depth, **values)
+Space = Sequence[Range]
+"""A search space: its coordinates, in the order a trial samples them."""
 
 
-def to_coordinates(hyperparameters: Hyperparameters) -> dict[str, Any]:
-    """The coordinates of ``hyperparameters`` (the inverse of :func:`from_coordinates`, before rounding into
-    the space); ``ValueError`` if the hidden layers differ in width (the space has one width)."""
-    widths = set(hyperparameters.hidden_sizes)
-    if len(widths) != 1:
+def space_of(arm: Any) -> Space:
+    """The search space of ``arm``: its own (a plug-in's ``search_space``), or :data:`SPACE`.
+
+    Raises:
+        ValueError: for an arm that reads only some hyperparameters and brings no space of its own.
+    """
+    if arm.search_space:
+        return tuple(arm.search_space)
+    if arm.honoured is not None:
         raise ValueError(
-            f"hidden_sizes={hyperparameters.hidden_sizes!r} differ in width: the search space has one width"
+            f"arm={arm.name!r} ({arm.package}) brings no search space, and the DQN one sets hyperparameters it "
+            "does not read: its package can give its Arm a search_space"
         )
-    layers = dict(zip(LAYERS, (len(hyperparameters.hidden_sizes), widths.pop())))
+    return SPACE
+
+
+def from_coordinates(params: dict[str, Any], base: Hyperparameters, space: Space = SPACE) -> Hyperparameters:
+    """The hyperparameters at a point of ``space`` (``base`` for the fields the space does not set)."""
+    values = {coordinate.target: coordinate.scale.value(params[coordinate.name]) for coordinate in space}
+    if all(name in values for name in LAYERS):
+        depth, width = (values.pop(name) for name in LAYERS)
+        values["hidden_sizes"] = (width,) * depth
+    return dataclasses.replace(base, **values)
+
+
+def to_coordinates(hyperparameters: Hyperparameters, space: Space = SPACE) -> dict[str, Any]:
+    """The coordinates of ``hyperparameters`` (the inverse of :func:`from_coordinates`, before rounding into
+    the space); ``ValueError`` if the hidden layers differ in width (the DQN space has one width)."""
+    targets = {coordinate.target for coordinate in space}
+    layers: dict[str, int] = {}
+    if set(LAYERS) <= targets:
+        widths = set(hyperparameters.hidden_sizes)
+        if len(widths) != 1:
+            raise ValueError(
+                f"hidden_sizes={hyperparameters.hidden_sizes!r} differ in width: the search space has one width"
+            )
+        layers = dict(zip(LAYERS, (len(hyperparameters.hidden_sizes), widths.pop())))
 
     def value(target: str) -> Any:
         return layers[target] if target in layers else getattr(hyperparameters, target)
 
-    return {coordinate.name: coordinate.scale.coordinate(value(coordinate.target)) for coordinate in SPACE}
+    return {coordinate.name: coordinate.scale.coordinate(value(coordinate.target)) for coordinate in space}
 
 
-def suggest_hyperparameters(trial: Any, base: Hyperparameters) -> Hyperparameters:
-    """Samples :data:`SPACE` into ``base``. Works with an ``optuna.trial.FixedTrial`` too, which turns a
+def suggest_hyperparameters(trial: Any, base: Hyperparameters, space: Space = SPACE) -> Hyperparameters:
+    """Samples ``space`` into ``base``. Works with an ``optuna.trial.FixedTrial`` too, which turns a
     study's params back into hyperparameters."""
-    return from_coordinates({coordinate.name: coordinate.suggest(trial) for coordinate in SPACE}, base)
+    return from_coordinates({coordinate.name: coordinate.suggest(trial) for coordinate in space}, base, space)
 
 
-def params_for(hyperparameters: Hyperparameters) -> dict[str, Any]:
-    """The point of :data:`SPACE` nearest ``hyperparameters`` (sizes to the nearest power of two, values
+def params_for(hyperparameters: Hyperparameters, space: Space = SPACE) -> dict[str, Any]:
+    """The point of ``space`` nearest ``hyperparameters`` (sizes to the nearest power of two, values
     into the ranges); ``ValueError`` if the hidden layers differ in width."""
-    coordinates = to_coordinates(hyperparameters)
-    return {coordinate.name: coordinate.nearest(coordinates[coordinate.name]) for coordinate in SPACE}
+    coordinates = to_coordinates(hyperparameters, space)
+    return {coordinate.name: coordinate.nearest(coordinates[coordinate.name]) for coordinate in space}
 
 
-def hyperparameters_from_params(params: dict[str, Any], base: Hyperparameters) -> Hyperparameters:
+def hyperparameters_from_params(params: dict[str, Any], base: Hyperparameters, space: Space = SPACE) -> Hyperparameters:
     """The hyperparameters a trial with these sampled ``params`` trained (e.g. a study's ``best_params``)."""
     import optuna
 
-    return suggest_hyperparameters(optuna.trial.FixedTrial(params), base)
+    return suggest_hyperparameters(optuna.trial.FixedTrial(params), base, space)

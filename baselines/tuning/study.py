@@ -21,7 +21,7 @@ import numpy as np
 from .. import tracking
 from ..config import Hyperparameters
 from .scores import DEFAULT_OBJECTIVE, OBJECTIVES
-from .space import params_for
+from .space import SPACE, Space, params_for
 
 DEFAULT_STORAGE = "sqlite:///optuna.db"
 HEARTBEAT_INTERVAL = 10
@@ -122,7 +122,9 @@ def first_rung(total_steps: int, eval_every: int) -> int:
     return max(1, min(total_steps, max(eval_every, total_steps // 8)))
 
 
-def start_study(study: Any, start_from: str | None, base: Hyperparameters, worker: int = 0) -> None:
+def start_study(
+    study: Any, start_from: str | None, base: Hyperparameters, worker: int = 0, space: Space = SPACE
+) -> None:
     """Queues the preset ``start_from``'s hyperparameters as a new study's first trial (a known-good point).
 
     Only worker 0 does, and only in a study with no trial yet; ``None`` or ``""`` starts at random.
@@ -133,7 +135,7 @@ def start_study(study: Any, start_from: str | None, base: Hyperparameters, worke
 
     preset = load_preset(start_from, study.user_attrs.get("arm", ""))
     hyperparameters = dataclasses.replace(base, **preset.hyperparameters)
-    study.enqueue_trial(params_for(hyperparameters), user_attrs={"start_from": start_from})
+    study.enqueue_trial(params_for(hyperparameters, space), user_attrs={"start_from": start_from})
 
 
 def finished_states() -> tuple[Any, ...]:

@@ -174,7 +174,7 @@ def test_an_arm_hands_its_own_record_to_the_host_loop(name, monkeypatch):
     from doors_gym_baselines.config import DQNConfig
 
     arm = arms.get_arm(name)
-    assert arm.module().__name__ == f"doors_gym_baselines.{arms.ARM_RECORDS[name].split(':')[0]}"
+    assert arm.module().__name__ == arms.ARMS.entries[name][0].module  # the file its entry point names
     monkeypatch.setattr(harness, "train", lambda record, make_learner, config, trial: (record, config, trial))
     record, config, trial = arm.train(DQNConfig.of(env_id="Doors-v0"), trial="a trial")
     assert record is arm and config.run.env_id == arm.env_id and trial == "a trial"
