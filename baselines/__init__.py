@@ -6,3 +6,13 @@ Every arm exposes ``train(config, trial=None) -> TrainResult``; ``tuning`` runs
 Optuna studies over them and ``compare`` trains them side by side, both tracked
 in MLflow (``tracking``).
 """
+
+
+def __getattr__(name: str) -> object:
+    """``doors_gym_baselines.compare``, imported when first used: the module, callable as
+    :func:`doors_gym_baselines.compare.compare_arms` (``doors_gym_baselines.compare([my_arm, "torch-numpy"])``)."""
+    if name == "compare":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.compare")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
