@@ -341,13 +341,16 @@ class ArmRegistry(Mapping[str, Arm]):
         )
 
     def add(self, arm: ArmProtocol) -> None:
-        """Makes ``arm`` (an object, e.g. from a notebook) known by its name for this process."""
+        """Makes ``arm`` (an object, e.g. from a notebook) known by its name for this process; the installed
+        arm of that name is fine (the same record), another one is a :class:`ArmNameClash`."""
         if not isinstance(arm, ArmProtocol):
             raise TypeError(f"{arm!r} is not an arm: see doors_gym_baselines.arms.ArmProtocol")
         if arm.name in self.entries and arm.name not in self._added:
-            raise ArmNameClash(
-                f"arm {arm.name!r} is installed already ({', '.join(map(distribution_of, self.entries[arm.name]))})"
-            )
+            installed = self[arm.name]
+            if installed is arm or getattr(installed, "trainer", None) is getattr(arm, "trainer", arm):
+                return
+            packages = ", ".join(map(distribution_of, self.entries[arm.name]))
+            raise ArmNameClash(f"arm {arm.name!r} is installed already ({packages}): name yours otherwise")
         self._added[arm.name] = arm
 
     def __iter__(self) -> Iterator[str]:

@@ -242,3 +242,18 @@ def test_a_notebook_compares_an_arm_object_directly(tmp_path, monkeypatch):
     )
     assert [row.key for row in outcome.rows] == ["toy"]
     assert outcome.rows[0].solved == 1 and "toy" in outcome.table
+
+
+def test_an_arm_object_named_like_an_installed_one_is_a_clash_unless_it_is_that_arm(monkeypatch):
+    import dataclasses
+
+    from doors_gym_baselines.arms import ARMS, ArmNameClash
+
+    monkeypatch.setattr(ARMS, "_added", {})
+    installed = ARMS["flax-numpy"]
+    ARMS.add(installed)  # the same record: nothing to add
+    assert ARMS._added == {}
+    with pytest.raises(ArmNameClash, match=r"arm 'flax-numpy' is installed already \(doors-gym 0\."):
+        ARMS.add(dataclasses.replace(installed, trainer=lambda config, trial, arm: None))
+    with pytest.raises(TypeError, match="is not an arm"):
+        ARMS.add(object())
