@@ -77,6 +77,8 @@ def runs(jax_cache: str) -> list[tuple[str, str, dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The benchmark, top to bottom: flags, the runs in turn, the table and its notes (over 60 lines: one report
+    read in order, each step used once)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="120k env steps per arm instead of 600k")
     parser.add_argument("--total-steps", type=int, default=None, help="budget per arm (overrides --quick)")

@@ -58,6 +58,8 @@ def all_round(candidates: dict, arms: list[str], means: dict[tuple[str, str], fl
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The matrix, top to bottom: flags, every arm with every candidate in turn, the table and the presets written
+    (over 60 lines: one report read in order, each step used once)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="tuning seeds (default 0 1 2)")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS), help="arms (rows and candidates)")
