@@ -81,7 +81,7 @@ def random_actions(key: Any, num_envs: int, num_actions: int) -> Any:
 def scan_runner(name: str, num_envs: int) -> tuple[Callable[[Any], Any], Any, int]:
     """A jitted ``scan(vmap(step))`` for one configuration: ``(run(key) -> carry, key, num_steps)``.
 
-    Over 60 lines: the study's four loop variants side by side, each a few lines, so that they diff cleanly.
+    Over 60 lines: the three loop variants side by side, each a few lines, so that they diff cleanly.
     """
     import jax
     import jax.numpy as jnp
