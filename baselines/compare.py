@@ -304,7 +304,7 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
             )
             results = []
             for arm in map(get_arm, options.arms):
-                print(f"{arm.name}: training {options.seeds} seeds", flush=True)
+                print(f"{arm.name}: training {options.seeds} seed{'s' if options.seeds > 1 else ''}", flush=True)
                 results += run_arm(options, arm, run)
             rows = reporting.summarise_all(results)
             oracle = reporting.oracle_row(base.params)
