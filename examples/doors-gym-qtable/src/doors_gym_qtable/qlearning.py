@@ -24,12 +24,17 @@ Choices, stated once:
 - **Several envs on one entry** in an iteration: Doors is deterministic, so transitions from the same
   ``(state, action)`` have the same reward and end state, hence (read from the same table) the same TD
   error. The update writes ``Q + learning_rate * error`` with a scatter-*set*: whichever duplicate lands, the
-  entry moves once, exactly as one transition would move it, and a run repeats bit for bit on any backend.
-  (A scatter-add of the errors would move such an entry once per env: twice as far, with two envs and a
-  learning rate of 1, as the target.)
+  entry moves once, exactly as one transition would move it, and a run repeats bit for bit. (A scatter-add
+  of the errors would apply the update once per env: with two envs and a learning rate of 1, it would
+  overshoot the target by a whole error.)
 - **Terminated and truncated stay apart** up to the TD target: a terminated transition's target is its
-  reward; a truncated one bootstraps from the state it ended in (``info["final_state"]`` of
-  :func:`doors_gym.jax.batch_step`, not the next episode's start that same-step autoreset returns).
+  reward; a truncated one bootstraps from the state it ended in (``info["final_state"]``), not from the
+  next episode's start that same-step autoreset returns.
+- **Env steps** are :func:`doors_gym.jax.batch_step`'s own: ``vmap`` of
+  :func:`~doors_gym.jax.step_from_draw`, with the reset draws made for a block of iterations at once
+  (:data:`DRAW_BLOCK_STEPS`) rather than once per iteration.
+- **Memory**: the metrics take 12 bytes per iteration per agent (a million steps of 1,024 agents with one
+  env each: 12 GB); raise ``num_envs`` or train in pieces (:func:`make_parts`) for longer runs.
 """
 
 from __future__ import annotations
@@ -199,6 +204,7 @@ class Runner(NamedTuple):
     env_state: DoorsState
     """Each field ``(num_envs,)`` int32."""
     key: Array
+    """The loop's key, split at every block of iterations."""
 
 
 class TrainParts(NamedTuple):
