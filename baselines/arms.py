@@ -101,7 +101,10 @@ class ArmProtocol(Protocol):
         """``config`` as this arm trains it; ``ValueError`` naming a setting it does not honour."""
 
     def train(self, config: DQNConfig, trial: Any = None) -> Any:
-        """Trains; returns a :class:`~doors_gym_baselines.metrics.TrainResult` (phase timings, history, model)."""
+        """Trains; returns a :class:`~doors_gym_baselines.metrics.TrainResult` (phase timings, history, model).
+
+        Its model has ``act(obs)``, greedy actions ``(batch,)``, and ``q_values(obs)``, ``(batch, 5)`` float
+        (the columns of its MLflow model), for grid observations ``(batch, H * W)``."""
 
     def save(self, result: Any, path: str | pathlib.Path, seed_index: int = 0) -> pathlib.Path:
         """Writes one seed's trained model in its own format; returns the path."""

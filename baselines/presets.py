@@ -102,9 +102,10 @@ class Preset:
     @property
     def label(self) -> str:
         """What the comparison table says about the hyperparameters."""
-        if self.study.get("study"):
-            return f"{self.name} ({self.study['study']}, trial {self.study.get('trial', '?')})"
-        return self.name
+        if not self.study.get("study"):
+            return self.name
+        trial = f", trial {self.study['trial']}" if "trial" in self.study else ""
+        return f"{self.name} ({self.study['study']}{trial})"
 
     def config(self, run: RunSettings | None = None) -> DQNConfig:
         """The preset over ``run`` (layout and machinery) and the defaults."""

@@ -48,6 +48,9 @@ class Model:
         slips = self.rng.random(actions.shape) < self.slip
         return np.where(slips, self.rng.integers(0, 5, actions.shape), actions)
 
+    def q_values(self, obs):
+        return np.eye(5, dtype=np.float32)[self.oracle(np.asarray(obs))]
+
 
 def train(config, trial=None, arm=None):
     run, start = config.run, time.perf_counter()

@@ -73,3 +73,13 @@ def test_compare_puts_it_beside_a_dqn_arm(tmp_path):
                  f"sqlite:///{tmp_path / 'mlflow.db'}", "--episodes", "1", "--out", "champion.gif")  # fmt: skip
     assert played.returncode == 0, played.stderr[-3000:]
     assert json.dumps("champion.gif")[1:-1] in played.stdout
+    import mlflow
+
+    from doors_gym_baselines.serving import example_observations
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    served = mlflow.pyfunc.load_model("models:/doors-qtable@champion")  # MLflow's own loader, as a server runs it
+    config = DQNConfig()
+    frame = served.predict(example_observations(config.params))
+    assert list(frame.columns) == ["action", "q_stay", "q_right", "q_down", "q_left", "q_up"]
+    assert (frame["action"].to_numpy() == frame.iloc[:, 1:].to_numpy().argmax(axis=1)).all()

@@ -35,9 +35,7 @@ from doors_gym_baselines.tuning.space import ONE_MINUS, POWER_OF_TWO, Range
 
 from .qlearning import QConfig, make_parts
 
-HONOURED = frozenset(
-    {"learning_rate", "gamma", "num_envs", "start_epsilon", "end_epsilon", "exploration_fraction"}
-)
+HONOURED = frozenset({"learning_rate", "gamma", "num_envs", "start_epsilon", "end_epsilon", "exploration_fraction"})
 """The doors-gym hyperparameters this arm reads; the others (networks, replay, targets) mean nothing to a table."""
 SEARCH_SPACE = (
     Range("learning_rate", 0.05, 1.0, log=True),
@@ -53,7 +51,8 @@ PRESETS = pathlib.Path(__file__).with_name("presets")
 
 
 class QTableModel:
-    """Greedy policies of trained tables: ``act(obs) -> actions`` on grid observations ``(batch, H * W)``.
+    """Greedy policies of trained tables on grid observations ``(batch, H * W)``: ``act`` and ``q_values``, what
+    doors-gym asks of a model (its MLflow model returns both).
 
     ``tables`` is ``(agents, H * W, W, 5)`` float32; ``act`` plays agent ``index``'s.
     """
@@ -63,13 +62,17 @@ class QTableModel:
         self.params = params
         self.index = index
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        """Greedy actions ``(batch,)`` int64 (ties: the lowest action, as in training)."""
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """The table's ``(batch, 5)`` float32 Q-values of grid observations ``(batch, H * W)``."""
         grids = np.asarray(obs).reshape(-1, self.params.num_cells)
         agent = np.argmax(grids == AGENT, axis=1)
         on_goal = ~(grids == GOAL).any(axis=1)  # the agent covers the goal: its own column
         goal_col = np.where(on_goal, agent % self.params.width, np.argmax(grids == GOAL, axis=1) % self.params.width)
-        return np.argmax(self.tables[self.index][agent, goal_col], axis=-1).astype(np.int64)
+        return self.tables[self.index][agent, goal_col]
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Greedy actions ``(batch,)`` int64 (ties: the lowest action, as in training)."""
+        return np.argmax(self.q_values(obs), axis=-1).astype(np.int64)
 
 
 def qconfig(config: DQNConfig) -> QConfig:
