@@ -289,7 +289,7 @@ def arm_entry_points(group: str = ARM_GROUP) -> dict[str, list[importlib.metadat
     return {name: entries[name] for name in sorted(entries, key=order)}
 
 
-class ArmRegistry(Mapping[str, Arm]):
+class ArmRegistry(Mapping[str, ArmProtocol]):
     """The installed arms by name (:data:`ARM_GROUP`), in table order; a record is loaded at its first lookup.
 
     Iterating gives the names without importing anything; looking one up imports its package. A missing
