@@ -17,6 +17,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOC_PAGES = sorted((ROOT / "docs").glob("*.md"))
+EXAMPLE_SOURCES = {"doors_gym_qtable": ROOT / "examples" / "doors-gym-qtable" / "src"}
+"""The example plug-in's package, which the docs import (``docs/own-agent.md``), by its source folder."""
 FENCE = re.compile(r"```python\n(.*?)```", flags=re.DOTALL)
 IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", flags=re.MULTILINE)
 
@@ -51,8 +53,11 @@ def test_doc_example_runs(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # Optional stacks (JAX, torch, the example plug-in, ...) skip; the package's own imports must work.
+    # Optional stacks (JAX, torch, ...) skip; the package's own imports must work, and the example plug-in's
+    # from its source when it is not installed.
     for module in sorted(set(IMPORT.findall(code))):
+        if module in EXAMPLE_SOURCES:
+            monkeypatch.syspath_prepend(str(EXAMPLE_SOURCES[module]))
         if module not in sys.stdlib_module_names and module not in ("doors_gym", "doors_gym_baselines"):
             pytest.importorskip(module)
     monkeypatch.chdir(tmp_path)
