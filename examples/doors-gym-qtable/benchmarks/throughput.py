@@ -193,6 +193,8 @@ def plot(rows: list[dict], path: pathlib.Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The benchmark, top to bottom: flags, every row measured in turn, the table, JSON and plot (over 60 lines:
+    one report read in order)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, nargs="+", default=list(AGENTS))
     parser.add_argument("--num-envs", type=int, nargs="+", default=list(NUM_ENVS), help="envs per agent to try")

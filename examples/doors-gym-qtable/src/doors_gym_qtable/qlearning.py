@@ -331,7 +331,10 @@ class Draws(NamedTuple):
 
 
 def make_parts(config: QConfig, params: DoorsParams = DEFAULT_PARAMS) -> TrainParts:
-    """The pieces of :func:`make_train`'s ``train``: ``init`` and ``run_segment`` (see :class:`TrainParts`)."""
+    """The pieces of :func:`make_train`'s ``train``: ``init`` and ``run_segment`` (see :class:`TrainParts`).
+
+    One line over 60: its four closures (init, an iteration, a block of draws, a segment) share the settings
+    computed first, and read best together."""
     num_envs = config.num_envs
     iterations_per_segment = config.num_iterations // config.num_evaluations
     iterations_per_block = min(iterations_per_segment, max(1, DRAW_BLOCK_STEPS // num_envs))
