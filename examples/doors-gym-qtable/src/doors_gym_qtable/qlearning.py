@@ -333,7 +333,7 @@ class Draws(NamedTuple):
 def make_parts(config: QConfig, params: DoorsParams = DEFAULT_PARAMS) -> TrainParts:
     """The pieces of :func:`make_train`'s ``train``: ``init`` and ``run_segment`` (see :class:`TrainParts`).
 
-    One line over 60: its four closures (init, an iteration, a block of draws, a segment) share the settings
+    Over 60 lines: its four closures (init, an iteration, a block of draws, a segment) share the settings
     computed first, and read best together."""
     num_envs = config.num_envs
     iterations_per_segment = config.num_iterations // config.num_evaluations
