@@ -84,7 +84,7 @@ def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: path
     axes[0].set_ylim(bottom=-0.1, top=0.85)
     axes[1].legend(fontsize=7, loc="lower right")
     axes[0].legend(fontsize=7, loc="lower right")
-    figure.suptitle("DQN on Doors-v0: mean over seeds, band = min to max")
+    figure.suptitle("Learning curves on Doors: mean over seeds, band = min to max")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
 
