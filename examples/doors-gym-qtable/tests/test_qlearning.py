@@ -136,8 +136,9 @@ def test_the_parts_replay_the_whole_run():
     for index in range(parts.num_segments):
         runner, (metrics, evaluation) = segment(runner, jnp.int32(index))
         assert float(evaluation.success_rate) == float(whole.evaluation.success_rate[index])
-    np.testing.assert_array_equal(runner.q_table.reshape(whole.q_table.shape), whole.q_table)
-    np.testing.assert_array_equal(metrics.reward_per_step, whole.metrics.reward_per_step[1_500:])
+    # Two programs (the whole scan, the segments apart): XLA promises the same values to float tolerance only.
+    np.testing.assert_allclose(runner.q_table.reshape(whole.q_table.shape), whole.q_table, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(metrics.reward_per_step, whole.metrics.reward_per_step[1_500:], rtol=1e-5, atol=1e-6)
 
 
 def test_a_segment_longer_than_a_draw_block_keeps_every_step():
