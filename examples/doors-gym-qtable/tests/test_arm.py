@@ -44,6 +44,10 @@ def test_training_reaches_a_solved_table_and_its_file_plays_it_back(tmp_path):
     arm, model, loaded = load_model(path)  # told by its magic, no arm named
     assert arm.name == "qtable" and loaded == result.config
     np.testing.assert_array_equal(model.tables[0], result.model.tables[1])
+    # The model's own act (grids -> cells -> table) plays what the jitted evaluation measured.
+    from doors_gym_baselines.evaluation import evaluate_greedy
+
+    assert evaluate_greedy(model.act, loaded.params).success_rate == result.per_seed[1].greedy_success_rate
 
 
 def test_a_hyperparameter_a_table_does_not_read_is_an_error():

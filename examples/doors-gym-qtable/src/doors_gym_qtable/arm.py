@@ -25,8 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, DoorsParams
+from doors_gym.core import NUM_ACTIONS, DoorsParams
 from doors_gym_baselines.arms import Arm
+from doors_gym_baselines.cells import HIDDEN, encode
 from doors_gym_baselines.config import DQNConfig
 from doors_gym_baselines.evaluation import Evaluation, TrainingFigures, history_row
 from doors_gym_baselines.harness import EvaluationSchedule, finish
@@ -64,10 +65,8 @@ class QTableModel:
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """The table's ``(batch, 5)`` float32 Q-values of grid observations ``(batch, H * W)``."""
-        grids = np.asarray(obs).reshape(-1, self.params.num_cells)
-        agent = np.argmax(grids == AGENT, axis=1)
-        on_goal = ~(grids == GOAL).any(axis=1)  # the agent covers the goal: its own column
-        goal_col = np.where(on_goal, agent % self.params.width, np.argmax(grids == GOAL, axis=1) % self.params.width)
+        agent, goal = encode(np.asarray(obs).reshape(-1, self.params.num_cells)).astype(np.intp).T
+        goal_col = np.where(goal == HIDDEN, agent, goal) % self.params.width  # on the goal: the agent's column
         return self.tables[self.index][agent, goal_col]
 
     def act(self, obs: np.ndarray) -> np.ndarray:
