@@ -123,28 +123,30 @@ def level_parser() -> argparse.ArgumentParser:
 
 
 def takes_levels(command: argparse.ArgumentParser) -> None:
-    """Lets ``command`` (a parser with the layout and level flags) default its time limit to the layout's.
+    """Lets ``command`` (a parser with the layout, level and viewer flags) default its time limit to the
+    layout's and its cell size to one that fits the grid in :data:`doors_gym.pixels.DEFAULT_FRAME_PIXELS`.
 
-    It changes the flag's action, which argparse shares with every parser built on the same parent: give
+    It changes the flags' actions, which argparse shares with every parser built on the same parent: give
     ``command`` a :func:`layout_parser` of its own.
     """
-    command.set_defaults(max_episode_steps=None)
+    helps = {
+        "max_episode_steps": "time limit per episode, or -1 for none (default: the layout's, (n_walls + 1) * (H + W))",
+        "cell_pixels": "pixels per cell (default: {}, fewer where a frame would be wider than "
+        f"{pixels.DEFAULT_FRAME_PIXELS} pixels)",
+    }
+    largest = command.get_default("cell_pixels")
     for action in command._actions:
-        if action.dest == "max_episode_steps":
-            action.help = "time limit per episode, or -1 for none (default: the layout's, (n_walls + 1) * (H + W))"
+        if action.dest in helps:
+            action.help = helps[action.dest].format(largest)
+    command.set_defaults(max_episode_steps=None, cell_pixels=None, largest_cell_pixels=largest)
 
 
 def viewer_arguments(parser: argparse.ArgumentParser, cell_pixels: int, fps: int = DEFAULT_FPS) -> None:
     """``--fps`` and ``--cell-pixels``, for every command that shows or records frames."""
     parser.add_argument("--fps", type=positive_int, default=fps, help="frames per second (default: %(default)s)")
     parser.add_argument(
-        "--cell-pixels",
-        type=positive_int,
-        default=None,
-        help=f"pixels per cell (default: {cell_pixels}, fewer on grids wider than "
-        f"{pixels.DEFAULT_FRAME_PIXELS // cell_pixels} cells so a frame fits {pixels.DEFAULT_FRAME_PIXELS} pixels)",
+        "--cell-pixels", type=positive_int, default=cell_pixels, help="pixels per cell (default: %(default)s)"
     )
-    parser.set_defaults(largest_cell_pixels=cell_pixels)
 
 
 def cell_pixels(args: argparse.Namespace, grid_size: tuple[int, int]) -> int:
@@ -192,8 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="play with the keyboard in a window",
         description=f"Play Doors in a pygame window: {KEYS_HELP}. Each key press is one step.",
     )
-    takes_levels(play)
     viewer_arguments(play, cell_pixels=32, fps=30)
+    takes_levels(play)
     play.set_defaults(handler=run_play)
 
     render = commands.add_parser(
@@ -209,8 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="oracle",
         help="who acts: random actions or the shortest-path oracle (default: %(default)s)",
     )
-    takes_levels(render)
     episodes_arguments(render, episodes=1, out_required=True)
+    takes_levels(render)
     render.set_defaults(handler=run_render)
 
     oracle = commands.add_parser(
