@@ -64,7 +64,7 @@ def test_steps_never_recompile_across_layouts():
     compiled = step._cache_size()
     for index in range(2, 8):
         _, state, *_ = step(jax.random.key(index), state, actions, RANDOM)
-    assert step._cache_size() == compiled <= 2
+    assert step._cache_size() == compiled
 
 
 @pytest.mark.parametrize("level", LEVELS, ids=lambda level: level.name)
