@@ -166,15 +166,23 @@ def episodes_arguments(parser: argparse.ArgumentParser, episodes: int, out_requi
     viewer_arguments(parser, cell_pixels=24)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``doors-gym`` argument parser: the env commands and every plugged-in command."""
-    layout = layout_parser()
-    levels = [layout_parser(), level_parser()]  # parents share their actions: the play/render ones are their own
+def env_command_parents() -> list[argparse.ArgumentParser]:
+    """The parents of a command that builds an env: layout, level, ``--env`` and ``--seed`` flags.
+
+    New parsers for each command: argparse shares a parent's actions with its children, and
+    :func:`takes_levels` changes them.
+    """
     env = argparse.ArgumentParser(add_help=False)
     env.add_argument(
         "--env", choices=ENV_CHOICES, default="Doors-v0", help="which implementation (default: %(default)s)"
     )
     env.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
+    return [layout_parser(), level_parser(), env]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``doors-gym`` argument parser: the env commands and every plugged-in command."""
+    layout = layout_parser()
     parser = argparse.ArgumentParser(
         prog="doors-gym",
         description=(
@@ -190,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     play = commands.add_parser(
         "play",
-        parents=[*levels, env],
+        parents=env_command_parents(),
         help="play with the keyboard in a window",
         description=f"Play Doors in a pygame window: {KEYS_HELP}. Each key press is one step.",
     )
@@ -200,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     render = commands.add_parser(
         "render",
-        parents=[*levels, env],
+        parents=env_command_parents(),
         help="record episodes of a policy to an .mp4 or .gif",
         description="Run a policy for some episodes and write every frame to a video file "
         "(OpenCV, no other video stack).",
