@@ -450,7 +450,8 @@ def test_level_transitions_identical_with_autoresets(level):
             else:
                 np.testing.assert_array_equal(np.asarray(jax_field)[kept], np_field[kept])
         # Autoreset envs: their new episode (doors included) is drawn as JAX's observation draws it.
-        np.testing.assert_array_equal(np.asarray(observe(to_jax_state_with_doors(after), params))[resetting], obs[resetting])
+        reset_obs = np.asarray(observe(to_jax_state_with_doors(after), params))
+        np.testing.assert_array_equal(reset_obs[resetting], obs[resetting])
         moved = (np.asarray(before.agent_row) != after.agent_row) | (np.asarray(before.agent_col) != after.agent_col)
         counts["stayed"] += int((kept & ~moved & (actions != STAY)).sum())
         counts["compared"] += int(kept.sum())
