@@ -14,7 +14,8 @@ import pytest
 from doors_gym_baselines.api import HistoryRow, RunSettings
 from doors_gym_baselines.arms import ARMS
 from doors_gym_baselines.serving import load_model
-from doors_gym_qtable.arm import ARM, QHyperparameters, RollingWindow
+from doors_gym_qtable.arm import ARM, RollingWindow
+from doors_gym_qtable.qlearning import QHyperparameters
 from doors_gym_qtable.qlearning import Metrics
 
 DOORS_GYM = pathlib.Path(sys.executable).with_name("doors-gym")

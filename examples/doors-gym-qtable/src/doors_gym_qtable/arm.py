@@ -3,9 +3,10 @@
 doors-gym finds it through this package's entry point ``qtable = "doors_gym_qtable.arm:ARM"`` (group
 ``doors_gym.arms``). Everything it needs from doors-gym comes from one module, :mod:`doors_gym_baselines.api`.
 :data:`ARM` is an :class:`~doors_gym_baselines.api.Arm`: it names :func:`train`, :func:`save_model` and
-:func:`load_model`, its own hyperparameters (:class:`QHyperparameters`: a preset or a trial sets these, and
-nothing else), its presets (``presets/tuned.yml``, ``presets/quick.yml``) and its search space over them
-(:data:`SEARCH_SPACE`). The run settings (budget, evaluation, seeds) are doors-gym's, shared by every arm.
+:func:`load_model`, its own hyperparameters (:class:`~doors_gym_qtable.qlearning.QHyperparameters`: a preset
+or a trial sets these, and nothing else), its presets (``presets/tuned.yml``, ``presets/quick.yml``) and its
+search space over them (:data:`SEARCH_SPACE`). The run settings (budget, evaluation, seeds) are doors-gym's,
+shared by every arm.
 
 A run trains ``config.run.num_seeds`` agents at once, one per seed, under ``vmap``: ``init`` once, then one
 compiled segment per evaluation (``eval_every`` env steps and a greedy evaluation over every start/goal
@@ -15,7 +16,6 @@ pair, all inside the segment), so the host sees each evaluation and stops once s
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import math
@@ -40,34 +40,11 @@ from doors_gym_baselines.api import (
     TrainingFigures,
     TrainResult,
     encode,
-    field,
     finish,
     history_row,
 )
 
-from .qlearning import QConfig, make_parts
-
-
-@dataclasses.dataclass(frozen=True)
-class QHyperparameters:
-    """The tabular agent's hyperparameters: :class:`~doors_gym_qtable.qlearning.QConfig` without its budget
-    (doors-gym's run settings give that). Checked on construction as ``QConfig`` checks them (``ValueError``
-    naming the field, the value and the range)."""
-
-    learning_rate: float = field(1.0, "step size alpha, in (0, 1]")
-    gamma: float = field(0.8, "discount, in [0, 1)")
-    start_epsilon: float = field(0.0, "exploration rate at the start, in [0, 1]")
-    end_epsilon: float = field(0.0, "exploration rate once decayed, in [0, 1]")
-    exploration_fraction: float = field(0.5, "share of total_steps over which epsilon decays, in [0, 1]")
-    initial_value: float = field(2.0, "every Q-value before training (optimism explores)")
-    num_envs: int = field(1, "envs each agent steps per iteration")
-
-    def __post_init__(self) -> None:
-        self.qconfig(total_steps=self.num_envs, eval_every=0)
-
-    def qconfig(self, total_steps: int, eval_every: int) -> QConfig:
-        """The agent's settings for a budget of ``total_steps`` env steps, evaluated every ``eval_every``."""
-        return QConfig(**dataclasses.asdict(self), total_steps=total_steps, eval_every=eval_every)
+from .qlearning import QConfig, QHyperparameters, make_parts
 
 
 SEARCH_SPACE = (
@@ -148,7 +125,7 @@ def train(config: Config, trial: Any = None, arm: Arm | None = None) -> TrainRes
     """
     arm = arm or ARM
     run, params = config.run, config.params
-    settings = config.hyperparameters.qconfig(run.total_steps, run.eval_every or run.total_steps)
+    settings = QConfig.of(config.hyperparameters, run.total_steps, run.eval_every or run.total_steps)
     seeds = list(range(run.seed, run.seed + run.num_seeds))
     keys = jnp.stack([jax.random.key(seed) for seed in seeds])  # each agent computes what it computes alone
     parts = make_parts(settings, params)
