@@ -25,7 +25,7 @@ import optax
 from doors_gym.core import NUM_ACTIONS
 
 from . import harness
-from .arms import Arm, StudyFigures, arm_for_env
+from .api import Arm, StudyFigures, arm_for_env
 from .cells import CELLS_DTYPE, HIDDEN, encode
 from .config import DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
@@ -294,14 +294,3 @@ FLAX_JAX = Arm(
 )
 ARMS = (FLAX_NUMPY, FLAX_JAX)
 """This file's arms: the same learner against the NumPy env and the JAX env."""
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m baselines.dqn_flax``: ``doors-gym train`` for this file's arms."""
-    from .cli import train_main
-
-    return train_main(__spec__.name, ARMS, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -28,7 +28,7 @@ from doors_gym import core
 from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
-from .arms import Arm
+from .api import Arm
 from .config import DQNConfig
 from .dqn_flax import (
     FlaxPolicy,
@@ -643,14 +643,3 @@ ARM = Arm(
 """This file's arm."""
 
 __all__ = ["ARM", "ScanModel", "load_model", "make_train", "save_model", "train"]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m baselines.dqn_flax_scan``: ``doors-gym train`` for this file's arm."""
-    from .cli import train_main
-
-    return train_main(__spec__.name, (ARM,), argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

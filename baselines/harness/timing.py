@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..arms import Arm
+from ..arm import Arm
 from ..config import DQNConfig
 from ..evaluation import Evaluation
 from ..metrics import HistoryRow, Timings, TrainResult

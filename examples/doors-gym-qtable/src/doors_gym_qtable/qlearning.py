@@ -83,8 +83,8 @@ def _check_integer(name: str, value: Any, minimum: int) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class QConfig:
-    """Hyperparameters and budget of one tabular Q-learning agent, validated on construction.
+class QHyperparameters:
+    """The tabular agent's hyperparameters (what a preset sets and a study searches), validated on construction.
 
     Args:
         learning_rate: step size alpha, in ``(0, 1]``. Doors is deterministic, so 1 (the target replaces
@@ -99,12 +99,6 @@ class QConfig:
             agent tries each in turn; below what a good path is worth (up to ``1 / (1 - gamma)``), it then
             keeps to the path it found.
         num_envs: envs each agent steps per iteration, ``>= 1``.
-        total_steps: env steps per agent (summed over its envs), a multiple of ``num_envs``.
-        eval_every: env steps between greedy evaluations over every start/goal pair, a multiple of
-            ``num_envs`` that divides ``total_steps``; 0: one evaluation, at the end.
-
-    The defaults solve the default layout (greedy success >= 99 % over all 225 pairs) in about 25,000 env steps
-    (``benchmarks/time_to_solved.py``).
 
     Raises:
         ValueError: naming the field, the value and the allowed range.
@@ -117,8 +111,6 @@ class QConfig:
     exploration_fraction: float = 0.5
     initial_value: float = 2.0
     num_envs: int = 1
-    total_steps: int = 50_000
-    eval_every: int = 1_000
 
     def __post_init__(self) -> None:
         _check_number("learning_rate", self.learning_rate, 0.0, 1.0, "(]")
@@ -128,6 +120,35 @@ class QConfig:
         if not _is_real(self.initial_value) or not math.isfinite(self.initial_value):
             raise ValueError(f"initial_value={self.initial_value!r} is out of range: expected a finite number")
         _check_integer("num_envs", self.num_envs, 1)
+
+    @property
+    def explores(self) -> bool:
+        """Whether the agent ever acts at random (else it explores by optimism alone, with no draws made)."""
+        return self.start_epsilon > 0 or self.end_epsilon > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class QConfig(QHyperparameters):
+    """Hyperparameters (:class:`QHyperparameters`) and budget of one tabular Q-learning agent, validated on
+    construction.
+
+    Args:
+        total_steps: env steps per agent (summed over its envs), a multiple of ``num_envs``.
+        eval_every: env steps between greedy evaluations over every start/goal pair, a multiple of
+            ``num_envs`` that divides ``total_steps``; 0: one evaluation, at the end.
+
+    The defaults solve the default layout (greedy success >= 99 % over all 225 pairs) in about 25,000 env steps
+    (``benchmarks/time_to_solved.py``).
+
+    Raises:
+        ValueError: naming the field, the value and the allowed range.
+    """
+
+    total_steps: int = 50_000
+    eval_every: int = 1_000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         _check_integer("total_steps", self.total_steps, 1)
         _check_integer("eval_every", self.eval_every, 0)
         if self.total_steps % self.num_envs:
@@ -139,6 +160,11 @@ class QConfig:
                 f"eval_every={self.eval_every!r} is invalid: expected 0 or a multiple of num_envs={self.num_envs} "
                 f"that divides total_steps={self.total_steps}"
             )
+
+    @classmethod
+    def of(cls, hyperparameters: QHyperparameters, total_steps: int, eval_every: int) -> QConfig:
+        """``hyperparameters`` with a budget of ``total_steps`` env steps, evaluated every ``eval_every``."""
+        return cls(**dataclasses.asdict(hyperparameters), total_steps=total_steps, eval_every=eval_every)
 
     @property
     def num_iterations(self) -> int:
@@ -330,23 +356,15 @@ class Draws(NamedTuple):
     """int32: the start a finishing episode resets to (:func:`doors_gym.jax.functional.draw_starts`)."""
 
 
-def make_parts(config: QConfig, params: DoorsParams = DEFAULT_PARAMS) -> TrainParts:
-    """The pieces of :func:`make_train`'s ``train``: ``init`` and ``run_segment`` (see :class:`TrainParts`).
+Iteration = Callable[[Runner, tuple[Array, Draws]], tuple[Runner, Metrics]]
+"""One iteration of the scan: ``(runner, (iteration index, draws)) -> (runner, metrics)``."""
 
-    Over 60 lines: its four closures (init, an iteration, a block of draws, a segment) share the settings
-    computed first, and read best together."""
-    num_envs = config.num_envs
-    iterations_per_segment = config.num_iterations // config.num_evaluations
-    iterations_per_block = min(iterations_per_segment, max(1, DRAW_BLOCK_STEPS // num_envs))
-    full_blocks, last_block = divmod(iterations_per_segment, iterations_per_block)
-    num_rows = params.num_cells * params.width
-    explores = config.start_epsilon > 0 or config.end_epsilon > 0
 
-    def init(key: Array) -> Runner:
-        reset_key, loop_key = jax.random.split(key)
-        _, env_state = F.batch_reset(reset_key, num_envs, params)
-        q_rows = jnp.full((num_rows, NUM_ACTIONS), config.initial_value, jnp.float32)
-        return Runner(q_rows, env_state, loop_key)
+def make_iteration(config: QConfig, params: DoorsParams) -> Iteration:
+    """One iteration of the scan (:data:`Iteration`): every env acts
+    (greedily, or at random with probability epsilon), steps, and the table takes the iteration's TD updates
+    at once (the module's choices: ties, synchronous updates, terminated apart from truncated)."""
+    num_envs, explores = config.num_envs, config.explores
 
     def iteration(runner: Runner, inputs: tuple[Array, Draws]) -> tuple[Runner, Metrics]:
         iteration_index, draws = inputs
@@ -369,6 +387,25 @@ def make_parts(config: QConfig, params: DoorsParams = DEFAULT_PARAMS) -> TrainPa
             successes=terminated.sum(dtype=jnp.int32),
         )
         return runner._replace(q_table=q_rows, env_state=env_state), metrics
+
+    return iteration
+
+
+def make_parts(config: QConfig, params: DoorsParams = DEFAULT_PARAMS) -> TrainParts:
+    """The pieces of :func:`make_train`'s ``train``: ``init`` and ``run_segment`` (see :class:`TrainParts`); a
+    segment scans blocks of :func:`make_iteration`'s iterations, their random draws made once per block."""
+    num_envs, explores = config.num_envs, config.explores
+    iterations_per_segment = config.num_iterations // config.num_evaluations
+    iterations_per_block = min(iterations_per_segment, max(1, DRAW_BLOCK_STEPS // num_envs))
+    full_blocks, last_block = divmod(iterations_per_segment, iterations_per_block)
+    num_rows = params.num_cells * params.width
+    iteration = make_iteration(config, params)
+
+    def init(key: Array) -> Runner:
+        reset_key, loop_key = jax.random.split(key)
+        _, env_state = F.batch_reset(reset_key, num_envs, params)
+        q_rows = jnp.full((num_rows, NUM_ACTIONS), config.initial_value, jnp.float32)
+        return Runner(q_rows, env_state, loop_key)
 
     def run_block(runner: Runner, first_index: Array, length: int) -> tuple[Runner, Metrics]:
         key, explore_key, start_key = jax.random.split(runner.key, 3)
