@@ -26,7 +26,7 @@ from doors_gym.core import NUM_ACTIONS
 
 from . import harness
 from .arms import Arm, StudyFigures, arm_for_env
-from .cells import CELLS_DTYPE, HIDDEN, encode
+from .cells import CELLS_DTYPE, encode
 from .config import DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
@@ -63,11 +63,15 @@ class QNetwork(nn.Module):
         return nn.Dense(self.num_actions)(features)
 
 
-def cells_of_states(state: Any, width: int) -> jax.Array:
-    """The cells (:mod:`~doors_gym_baselines.cells`) of env states, read off them: ``(..., 2)`` int32."""
-    agent = state.agent_row * width + state.agent_col
-    goal = state.goal_row * width + state.goal_col
-    return jnp.stack([agent, jnp.where(agent == goal, HIDDEN, goal)], axis=-1)
+def epsilon_greedy(greedy: jax.Array, epsilon: jax.Array, explore_key: jax.Array, random_key: jax.Array) -> jax.Array:
+    """``(num_envs,)`` int32 actions: each env's ``greedy`` action, or with probability ``epsilon`` a uniform one.
+
+    The fully jitted arm's exploration, in the trace (the host loop explores with NumPy).
+    """
+    num_envs = greedy.shape[0]
+    random_actions = jax.random.randint(random_key, (num_envs,), 0, NUM_ACTIONS)
+    explore = jax.random.uniform(explore_key, (num_envs,)) < epsilon
+    return jnp.where(explore, random_actions, greedy).astype(jnp.int32)
 
 
 class LearnerState(NamedTuple):

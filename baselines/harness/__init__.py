@@ -14,10 +14,10 @@ acting, model files and its arm records; it hands a learner to :func:`train` and
 """
 
 from .learner import Batch, Learner
-from .loop import make_envs, save_model, train
+from .loop import PhaseTimer, make_envs, save_model, train
 from .progress import Progress
 from .schedule import EvaluationSchedule, GreedyReward, NonFiniteLoss, Reporter, prune, report
-from .timing import PhaseTimer, finish
+from .result import finish
 
 __all__ = [
     "Batch",
