@@ -23,10 +23,10 @@ from typing import Any
 from doors_gym import cli as doors_cli
 
 from . import flags
-from .arms import ARMS, Arm, get_arm
-from .compare import CompareOptions
-from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings
 from . import runtime
+from .arms import ARMS, get_arm
+from .compare import CompareOptions
+from .config import HYPERPARAMETER_NAMES, Config, Hyperparameters, RunSettings, field_names
 from .presets import RUN_FIELDS, PresetOptions, load_preset
 from .tracking import TrackOptions, track_training
 from .tuning import TRIAL_RUN_FIELDS_OFF_THE_CLI, TUNING_RUN, TuneOptions
@@ -138,13 +138,25 @@ def add_train_arguments(parser: argparse.ArgumentParser, arms: tuple[str, ...]) 
     parser.set_defaults(handler=run_train)
 
 
-def config_from_arguments(args: argparse.Namespace) -> DQNConfig:
-    """The validated config of parsed ``train`` flags, for ``args.arm``: its preset, then the flags typed."""
+def config_from_arguments(args: argparse.Namespace) -> Config:
+    """The validated config of parsed ``train`` flags, for ``args.arm``: its preset, then the flags typed.
+
+    Raises:
+        ValueError: naming a hyperparameter flag that is not one of the arm's hyperparameters.
+    """
     arm = get_arm(args.arm)
     preset = load_preset(PresetOptions(**flags.values_from(PresetOptions, args)).preset, arm.name)
     run = RunSettings(**flags.values_from(RunSettings, args, exclude=RUN_FIELDS))
-    typed = {**flags.values_from(Hyperparameters, args), **flags.values_from(RunSettings, args, include=RUN_FIELDS)}
-    config = preset.config(run)
+    hyperparameters = flags.values_from(Hyperparameters, args)
+    own = field_names(arm.hyperparameters)
+    for name, value in hyperparameters.items():
+        if name not in own:
+            raise ValueError(
+                f"--{name.replace('_', '-')} {value!r} is not a hyperparameter of the {arm.name} arm ({arm.package}): "
+                f"it has {', '.join(own)}"
+            )
+    typed = {**hyperparameters, **flags.values_from(RunSettings, args, include=RUN_FIELDS)}
+    config = preset.config(run, arm.hyperparameters)
     return arm.configure(config.replace(**typed) if typed else config)
 
 
@@ -169,7 +181,7 @@ def run_train(args: argparse.Namespace) -> int:
         check_writable(args.save)
     track = TrackOptions(**flags.values_from(TrackOptions, args))
     if track.track:
-        result = track_training(arm, config, track, lambda: arm.train(config))
+        result = track_training(arm, config, track)
     else:
         result = arm.train(config)
     print(json.dumps(result.summary(), indent=2))
@@ -267,17 +279,3 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m doors_gym_baselines``: the baselines' ``doors-gym`` commands."""
     return doors_cli.run(build_parser(), sys.argv[1:] if argv is None else argv)
-
-
-def train_main(module: str, arms: Sequence[Arm], argv: Sequence[str] | None = None) -> int:
-    """``python -m baselines.<file>``: ``doors-gym train`` for ``arms``, the records of the learner file ``module``."""
-    name = module.rsplit(".", 1)[-1]
-    names = tuple(arm.name for arm in arms)
-    parser = argparse.ArgumentParser(
-        prog=f"python -m baselines.{name}",
-        parents=[doors_cli.layout_parser()],
-        description=f"{TRAIN_DESCRIPTION} Arms of this file: {', '.join(names)}.",
-    )
-    add_train_arguments(parser, names)
-    parser.set_defaults(parser=parser, command="train")
-    return doors_cli.run(parser, sys.argv[1:] if argv is None else argv)

@@ -1,5 +1,11 @@
 """``doors-gym compare``: every stack trained over several seeds, side by side, beside the study's Table 2.
 
+In three steps: :func:`plan` turns the options into the runs to make (:class:`Plan`: per arm, a row of one
+run per seed, and for an arm that trains seeds together a row of one run of them all); :func:`make_runs`
+makes them (a finished run's figures are reused from ``--out``) and registers each arm's champion;
+:func:`report` writes the tables and plots. :func:`compare` does the three inside the comparison's MLflow
+parent run.
+
 For each arm (torch x Doors-v0, Flax x Doors-v0, Flax x DoorsJax-v0 and the
 fully jitted Flax arm by default) it trains ``--seeds`` seeds with a preset's
 hyperparameters and budget (each arm's own tuned preset by default; see
@@ -29,10 +35,12 @@ from typing import Any
 import doors_gym
 
 from . import reporting, tracking
-from .arms import ARMS, Arm, ArmProtocol, get_arm
-from .config import DQNConfig, RunSettings, check_at_least, check_choice, field
-from .presets import RUN_FIELDS, Preset, check_preset, load_preset, preset_field
+from .arm import ArmProtocol
+from .arms import ARMS, get_arm
+from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, field
 from .metrics import TrainResult, seconds_to_first_window, seconds_to_solved
+from .presets import RUN_FIELDS, Preset, check_preset, hyperparameters_of, load_preset, preset_field
+from .serving import register_champion
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
 DEFAULT_EXPERIMENT = "doors-gym-compare"
@@ -78,10 +86,10 @@ class CompareOptions:
             if getattr(self, name) is not None:
                 check_at_least(name, getattr(self, name), 1)
 
-    def preset_config(self, arm: str, run: RunSettings | None = None) -> tuple[DQNConfig, Preset]:
+    def preset_config(self, arm: str, run: RunSettings | None = None) -> tuple[Config, Preset]:
         """``arm``'s preset over ``run`` (layout and machinery), with the budget overrides, and the preset."""
         preset = load_preset(self.preset, arm)
-        config = preset.config(run)
+        config = preset.config(run, hyperparameters_of(arm))
         budget = {
             name: getattr(self, name) for name in ("total_steps", "eval_every") if getattr(self, name) is not None
         }
@@ -100,10 +108,124 @@ class CompareOptions:
         return list(range(self.first_seed, self.first_seed + self.seeds))
 
 
-def arm_config(options: CompareOptions, arm: Arm, run: RunSettings | None = None) -> tuple[DQNConfig, str]:
-    """The config an arm trains with, and where its hyperparameters come from."""
-    config, preset = options.preset_config(arm.name, run)
-    return arm.configure(config), preset.label
+@dataclasses.dataclass(frozen=True)
+class PlannedRun:
+    """One training to make: an arm's config with its seeds set, and the file its finished figures go to."""
+
+    config: Config
+    cache: pathlib.Path
+
+    @property
+    def seeds(self) -> list[int]:
+        return self.config.seeds
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRow:
+    """A row of the table: an arm's seeds, one run each (its champion registered), or all in one run."""
+
+    arm: ArmProtocol
+    config: Config
+    origin: str
+    """Where its hyperparameters came from (the preset's label)."""
+    runs: tuple[PlannedRun, ...]
+    seeds_in_one_run: int = 0
+    """The seeds of its one run (0: a run per seed)."""
+
+    @property
+    def registers_champion(self) -> bool:
+        return not self.seeds_in_one_run
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a comparison makes: its options, the layout every arm shares, and the rows in table order."""
+
+    options: CompareOptions
+    base: Config
+    """The layout and machinery (the oracle's row and the table's notes)."""
+    rows: tuple[PlannedRow, ...]
+
+
+def plan(options: CompareOptions, run: RunSettings | None = None) -> Plan:
+    """The runs of a comparison over ``run`` (layout and machinery): per arm its preset's config and a row of a
+    run per seed, and for an arm that trains seeds together (and several seeds) a row of one run of them all.
+
+    An arm trains one seed per run as every arm does; its row of seeds trained together under one ``vmap`` is a
+    row of its own, never the arm's row (a run of ten seeds is other work than ten runs).
+    """
+    rows = []
+    for arm in map(get_arm, options.arms):
+        config, preset = options.preset_config(arm.name, run)
+        config = arm.configure(config)
+        groups = [[seed] for seed in options.seed_list]
+        rows.append(PlannedRow(arm, config, preset.label, planned_runs(options, arm, config, groups)))
+        if arm.seeds_in_one_run and options.seeds > 1:
+            together = planned_runs(options, arm, config, [options.seed_list])
+            rows.append(PlannedRow(arm, config, preset.label, together, seeds_in_one_run=options.seeds))
+    return Plan(options, DQNConfig(run=run or RunSettings()), tuple(rows))
+
+
+def planned_runs(
+    options: CompareOptions, arm: ArmProtocol, config: Config, groups: list[list[int]]
+) -> tuple[PlannedRun, ...]:
+    """A run per group of seeds, its figures cached as ``<out>/runs/<arm>-seed<first>[-<last>].json``."""
+    runs = []
+    for group in groups:
+        label = f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}"
+        cache = pathlib.Path(options.out) / "runs" / f"{arm.name}-seed{label}.json"
+        runs.append(PlannedRun(config.replace(seed=group[0], num_seeds=len(group)), cache))
+    return tuple(runs)
+
+
+@dataclasses.dataclass(frozen=True)
+class MadeRun:
+    """A finished run: each seed's figures, and the model logged for its best seed (if any)."""
+
+    seeds: list[reporting.SeedRun]
+    model_uri: str | None
+
+
+def make_runs(plan: Plan) -> list[reporting.ArmRuns]:
+    """Makes every planned run in order (reusing finished ones unless ``fresh``) and registers each arm's best
+    seed as its champion; the rows' figures."""
+    results = []
+    for row in plan.rows:
+        if not row.seeds_in_one_run:
+            seeds = len(plan.options.seed_list)
+            print(f"{row.arm.name}: training {seeds} seed{'s' if seeds > 1 else ''}", flush=True)
+        made = [make_run(plan.options, row.arm, row.origin, planned) for planned in row.runs]
+        figures = [seed for run in made for seed in run.seeds]
+        models = [(run.seeds[best_seed(run.seeds)], run.model_uri) for run in made if run.model_uri]
+        if row.registers_champion and models:
+            champion, model_uri = models[best_seed([seed for seed, _ in models])]
+            version = register_champion(row.arm, model_uri)
+            name = row.arm.name
+            print(f"  {name}: seed {champion.seed} registered as version {version} of doors-{name}@champion")
+        results.append(reporting.ArmRuns(row.arm, row.origin, row.config, tuple(figures), row.seeds_in_one_run))
+    return results
+
+
+def make_run(options: CompareOptions, arm: ArmProtocol, origin: str, planned: PlannedRun) -> MadeRun:
+    """One planned run: its cached figures if it finished before with the same config, else trained in a nested
+    MLflow run (its best seed's model logged unless ``--no-models``) and cached."""
+    cached = None if options.fresh else load_cached(planned)
+    if cached is not None:
+        print(f"  {arm.name} {describe_seeds(planned.seeds)}: reusing {planned.cache}", flush=True)
+        return cached
+    with tracking.tracked_run(arm, planned.config, nested=True, hyperparameters=origin) as tracked:
+        result = tracked.train()
+        figures = seed_runs(result, planned.seeds)
+        tracked.log_models(result, best_seed(figures) if options.models else None)
+    made = MadeRun(figures, tracked.model_uri)
+    planned.cache.parent.mkdir(parents=True, exist_ok=True)
+    saved = {"config": cache_key(planned.config), "model_uri": made.model_uri, "seeds": [s.to_dict() for s in figures]}
+    planned.cache.write_text(json.dumps(saved, indent=1))
+    print(
+        f"  {arm.name} {describe_seeds(planned.seeds)}: {result.wall_seconds:.1f} s, {describe_rolling(figures)}",
+        flush=True,
+    )
+    return made
 
 
 def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[reporting.SeedRun]:
@@ -147,12 +269,7 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[reporting.SeedR
     return runs
 
 
-def _cache_path(options: CompareOptions, arm: Arm, seeds: Sequence[int]) -> pathlib.Path:
-    label = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-    return pathlib.Path(options.out) / "runs" / f"{arm.name}-seed{label}.json"
-
-
-def _cache_key(config: DQNConfig) -> dict[str, Any]:
+def cache_key(config: Config) -> dict[str, Any]:
     """What decides a run's outcome: the config without its display and compilation-cache settings."""
     values = config.to_dict()
     for name in ("quiet", "jax_cache"):
@@ -160,93 +277,23 @@ def _cache_key(config: DQNConfig) -> dict[str, Any]:
     return values
 
 
-def _load_cached(path: pathlib.Path, config: DQNConfig) -> tuple[list[reporting.SeedRun], str | None] | None:
-    """A finished run's per-seed figures and model URI, if its config is ``config``."""
-    if not path.exists():
+def load_cached(planned: PlannedRun) -> MadeRun | None:
+    """A finished run's per-seed figures and model URI, if its cache holds them for the same config."""
+    if not planned.cache.exists():
         return None
     try:
-        saved = json.loads(path.read_text())
+        saved = json.loads(planned.cache.read_text())
     except json.JSONDecodeError:
         return None
-    if saved.get("config") != _cache_key(config):
+    if saved.get("config") != cache_key(planned.config):
         return None
-    return [reporting.SeedRun.from_dict(seed) for seed in saved["seeds"]], saved.get("model_uri")
+    return MadeRun([reporting.SeedRun.from_dict(seed) for seed in saved["seeds"]], saved.get("model_uri"))
 
 
 def best_seed(runs: Sequence[reporting.SeedRun]) -> int:
     """The index of the best seed: solved first, then greedy per-step reward, then rolling reward."""
     scores = [(run.solved, run.greedy_step_reward, run.rolling_reward) for run in runs]
     return max(range(len(runs)), key=scores.__getitem__)
-
-
-def run_arm(options: CompareOptions, arm: Arm, run: RunSettings | None = None) -> list[reporting.ArmRuns]:
-    """Trains one arm over every seed, one seed per run, as every arm does; per-seed figures.
-
-    An arm that can train seeds together (under one ``vmap``) also trains them all in one run: a row of
-    its own, its figures per seed, never the arm's row (a run of ten seeds is other work than ten runs).
-    """
-    config, origin = arm_config(options, arm, run)
-    seeds = options.seed_list
-    per_seed, models = train_groups(options, arm, config, origin, [[seed] for seed in seeds])
-    if models:
-        from .serving import register_champion
-
-        champion, model_uri = models[best_seed([run for run, _ in models])]
-        version = register_champion(arm, model_uri)
-        print(f"  {arm.name}: seed {champion.seed} registered as version {version} of doors-{arm.name}@champion")
-    rows = [reporting.ArmRuns(arm=arm, hyperparameters=origin, config=config, seeds=tuple(per_seed))]
-    if arm.seeds_in_one_run and len(seeds) > 1:
-        together, _ = train_groups(options, arm, config, origin, [seeds])
-        rows.append(reporting.ArmRuns(arm, origin, config, tuple(together), seeds_in_one_run=len(seeds)))
-    return rows
-
-
-def train_groups(
-    options: CompareOptions, arm: Arm, config: DQNConfig, origin: str, groups: list[list[int]]
-) -> tuple[list[reporting.SeedRun], list[tuple[reporting.SeedRun, str]]]:
-    """Trains ``arm`` once per group of seeds (finished runs reused); each seed's figures, and each run's
-    best seed with its logged model."""
-    import mlflow
-
-    per_seed: list[reporting.SeedRun] = []
-    models: list[tuple[reporting.SeedRun, str]] = []
-    for group in groups:
-        group_config = config.replace(seed=group[0], num_seeds=len(group))
-        cache = _cache_path(options, arm, group)
-        cached = None if options.fresh else _load_cached(cache, group_config)
-        if cached is not None:
-            figures, model_uri = cached
-            print(f"  {arm.name} {describe_seeds(group)}: reusing {cache}", flush=True)
-            per_seed += figures
-            if model_uri:
-                models.append((figures[best_seed(figures)], model_uri))
-            continue
-        tags = tracking.run_tags(arm, seeds=",".join(map(str, group)), hyperparameters=origin)
-        with mlflow.start_run(run_name=tracking.run_name(arm, group), nested=True, tags=tags):
-            mlflow.log_params(tracking.config_params(group_config))
-            result = arm.train(group_config)
-            tracking.log_result(result)
-            figures = seed_runs(result, group)
-            best = best_seed(figures) if options.models else None
-            if len(group) > 1:  # seeds trained together: a nested run per seed, the model in the best one's
-                model_uri = tracking.log_seed_runs(result, arm, group, model_seed=best)
-            else:
-                model_uri = None if best is None else tracking.log_model(result, seed_index=best)
-        if model_uri:
-            models.append((figures[best], model_uri))
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        saved = {
-            "config": _cache_key(group_config),
-            "model_uri": model_uri,
-            "seeds": [seed.to_dict() for seed in figures],
-        }
-        cache.write_text(json.dumps(saved, indent=1))
-        per_seed += figures
-        print(
-            f"  {arm.name} {describe_seeds(group)}: {result.wall_seconds:.1f} s, {describe_rolling(figures)}",
-            flush=True,
-        )
-    return per_seed, models
 
 
 def describe_seeds(seeds: Sequence[int]) -> str:
@@ -274,61 +321,79 @@ class Outcome:
     experiment_id: str | None = None
 
 
+@dataclasses.dataclass
+class Report:
+    """The comparison's report: the summary rows, the oracle's row, the Markdown table and the files written."""
+
+    rows: list[reporting.Summary]
+    oracle: dict[str, float]
+    table: str
+    paths: dict[str, pathlib.Path]
+
+
+def report(plan: Plan, results: Sequence[reporting.ArmRuns]) -> Report:
+    """Summarises the rows over their seeds and writes the tables, the CSVs and the plots under ``--out``."""
+    rows = reporting.summarise_all(list(results))
+    oracle = reporting.oracle_row(plan.base.params)
+    table = reporting.markdown_table(rows, oracle, plan.base, reporting.machine_line())
+    paths = reporting.write_all(pathlib.Path(plan.options.out), table, rows, oracle, list(results))
+    return Report(rows, oracle, table, paths)
+
+
+def log_report(written: Report) -> None:
+    """Logs the report to the active (parent) run: its files as artifacts, each row's figures as metrics."""
+    import mlflow
+
+    for path in written.paths.values():
+        mlflow.log_artifact(str(path))
+    for row in written.rows:
+        mlflow.log_metrics(
+            {
+                f"{row.key}.rolling_reward_mean": row.rolling_reward.mean,
+                **{f"{row.key}.{name}_iqm": value.iqm for name, value in row.intervals.items()},
+                f"{row.key}.greedy_success_rate_mean": row.greedy_success_rate.mean,
+                f"{row.key}.wall_seconds_total": row.wall_seconds_total,
+                f"{row.key}.env_steps_per_second": row.env_steps_per_second,
+                **{f"{row.key}.seconds_{name}": value for name, value in row.phases.items()},
+            }
+        )
+
+
+def parent_run_params(plan: Plan) -> dict[str, str]:
+    """The parent run's params: the arms, the preset, the seeds, and the layout and machinery every arm shares
+    (each arm's hyperparameters and budget are on its nested runs)."""
+    options = plan.options
+    shared = {key: value for key, value in tracking.config_params(plan.base).items() if key in SHARED_RUN_FIELDS}
+    seeds = ",".join(map(str, options.seed_list))
+    return {"arms": ",".join(options.arms), "preset": options.preset, "seeds": seeds, **shared}
+
+
 def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
-    """Runs the comparison over ``run`` (layout and machinery); writes the tables and the plot, logs to MLflow."""
-    out = pathlib.Path(options.out)
-    out.mkdir(parents=True, exist_ok=True)
+    """Runs the comparison over ``run`` (layout and machinery): plans it, makes its runs inside its MLflow parent
+    run, writes and logs the report."""
+    pathlib.Path(options.out).mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    base = DQNConfig(run=run or RunSettings())  # the layout: the oracle's row and the table's notes
+    planned = plan(options, run)
     with tracking.quiet_mlflow():
         import mlflow
 
         experiment_id = tracking.connect(options.tracking_uri, options.experiment)
-        with mlflow.start_run(
-            run_name=options.run_name,
-            tags={
-                "doors_gym.version": doors_gym.__version__,
-                "git_commit": tracking.git_commit(),
-                "doors_gym.role": "compare",
-                tracking.PROCESS_TAG: tracking.this_process(),
-            },
-        ) as parent:
-            mlflow.log_params(
-                {
-                    "arms": ",".join(options.arms),
-                    "preset": options.preset,
-                    "seeds": ",".join(map(str, options.seed_list)),
-                    # The layout and machinery; each arm's hyperparameters and budget are on its nested runs.
-                    **{key: value for key, value in tracking.config_params(base).items() if key in SHARED_RUN_FIELDS},
-                }
-            )
-            results = []
-            for arm in map(get_arm, options.arms):
-                print(f"{arm.name}: training {options.seeds} seed{'s' if options.seeds > 1 else ''}", flush=True)
-                results += run_arm(options, arm, run)
-            rows = reporting.summarise_all(results)
-            oracle = reporting.oracle_row(base.params)
-            table = reporting.markdown_table(rows, oracle, base, reporting.machine_line())
-            paths = reporting.write_all(out, table, rows, oracle, results)
-            for path in paths.values():
-                mlflow.log_artifact(str(path))
-            for row in rows:
-                mlflow.log_metrics(
-                    {
-                        f"{row.key}.rolling_reward_mean": row.rolling_reward.mean,
-                        **{f"{row.key}.{name}_iqm": value.iqm for name, value in row.intervals.items()},
-                        f"{row.key}.greedy_success_rate_mean": row.greedy_success_rate.mean,
-                        f"{row.key}.wall_seconds_total": row.wall_seconds_total,
-                        f"{row.key}.env_steps_per_second": row.env_steps_per_second,
-                        **{f"{row.key}.seconds_{name}": value for name, value in row.phases.items()},
-                    }
-                )
+        tags = {
+            "doors_gym.version": doors_gym.__version__,
+            "git_commit": tracking.git_commit(),
+            "doors_gym.role": "compare",
+            tracking.PROCESS_TAG: tracking.this_process(),
+        }
+        with mlflow.start_run(run_name=options.run_name, tags=tags) as parent:
+            mlflow.log_params(parent_run_params(planned))
+            written = report(planned, make_runs(planned))
+            log_report(written)
             mlflow.log_metric("compare_wall_seconds", time.perf_counter() - start)
-    return Outcome(rows, oracle, table, paths, parent.info.run_id, experiment_id)
+    return Outcome(written.rows, written.oracle, written.table, written.paths, parent.info.run_id, experiment_id)
 
 
 def compare_arms(arms: Sequence[ArmProtocol | str], run: RunSettings | None = None, **options: Any) -> Outcome:
-    """Compares ``arms``: installed arms by name, or arm objects (:class:`~doors_gym_baselines.arms.ArmProtocol`)
+    """Compares ``arms``: installed arms by name, or arm objects (:class:`~doors_gym_baselines.arm.ArmProtocol`)
     straight from a notebook, with ``options`` (the fields of :class:`CompareOptions`) over ``run``.
 
     The module is callable as this function: ``doors_gym_baselines.compare([my_arm, "torch-numpy"], seeds=3)``.
@@ -350,14 +415,3 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m doors_gym_baselines.compare``: the same as ``doors-gym compare``."""
-    from .cli import main as cli_main
-
-    return cli_main(["compare", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

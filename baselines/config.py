@@ -208,13 +208,88 @@ class RunSettings:
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNConfig:
-    """One DQN training: hyperparameters and run settings, checked against each other."""
+class Config:
+    """One training of an arm: its own hyperparameters (a frozen dataclass of the arm's) and the shared run settings.
+
+    Field names are unique across the two, so a config reads and changes them flat (:meth:`replace`,
+    :meth:`flat`). :class:`DQNConfig` is the config of the DQN arms; :func:`make_config` picks the class.
+    """
+
+    hyperparameters: Any
+    run: RunSettings = dataclasses.field(default_factory=RunSettings)
+
+    def __post_init__(self) -> None:
+        if not dataclasses.is_dataclass(self.hyperparameters) or isinstance(self.hyperparameters, type):
+            raise ValueError(f"hyperparameters={self.hyperparameters!r} is not a dataclass instance")
+        clash = sorted(set(field_names(self.hyperparameters)) & set(RUN_NAMES))
+        if clash:
+            raise ValueError(f"hyperparameters {clash} are named like run settings: expected names apart from those")
+
+    def replace(self, **values: Any) -> Config:
+        """A copy with flat keywords changed: each goes to the dataclass with that field.
+
+        Raises:
+            ValueError: naming a keyword that is neither a hyperparameter of this config nor a run setting.
+        """
+        names = field_names(self.hyperparameters)
+        unknown = sorted(set(values) - set(names) - set(RUN_NAMES))
+        if unknown:
+            raise ValueError(
+                f"config fields {unknown} are unknown: expected hyperparameters among {sorted(names)} "
+                f"({type(self.hyperparameters).__name__}) or run settings among {sorted(RUN_NAMES)}"
+            )
+        hyper = {name: value for name, value in values.items() if name in names}
+        run = {name: value for name, value in values.items() if name in RUN_NAMES}
+        return make_config(
+            dataclasses.replace(self.hyperparameters, **hyper) if hyper else self.hyperparameters,
+            dataclasses.replace(self.run, **run) if run else self.run,
+        )
+
+    def flat(self) -> dict[str, Any]:
+        """Every field by name (hyperparameters and run settings together), values as stored."""
+        return {
+            **{name: getattr(self.hyperparameters, name) for name in field_names(self.hyperparameters)},
+            **{name: getattr(self.run, name) for name in RUN_NAMES},
+        }
+
+    @property
+    def params(self) -> DoorsParams:
+        """The env layout and time limit."""
+        return self.run.params
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds of the run: ``seed``, ``seed + 1``, ... (``num_seeds`` of them)."""
+        return list(range(self.run.seed, self.run.seed + self.run.num_seeds))
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain types only (for JSON, model files and ``torch.load(weights_only=True)``), one dict per group."""
+        return {"hyperparameters": _plain(self.hyperparameters), "run": _plain(self.run)}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], hyperparameters: type | None = None) -> Config:
+        """Inverse of :meth:`to_dict`, the hyperparameters read as ``hyperparameters`` (the class's own by
+        default: DQN's for :class:`DQNConfig`); unknown groups or keys are an error."""
+        kind = hyperparameters or _own_hyperparameters(cls)
+        unknown = sorted(set(values) - {"hyperparameters", "run"})
+        if unknown:
+            raise ValueError(f"config groups {unknown} are unknown: expected 'hyperparameters' and 'run'")
+        return make_config(
+            _from_plain(kind, values.get("hyperparameters", {})), _from_plain(RunSettings, values.get("run", {}))
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig(Config):
+    """One DQN training: DQN's hyperparameters and run settings, checked against each other, and the schedule
+    both give (iterations, updates, exploration)."""
 
     hyperparameters: Hyperparameters = dataclasses.field(default_factory=Hyperparameters)
     run: RunSettings = dataclasses.field(default_factory=RunSettings)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.hyperparameters, Hyperparameters):
+            raise ValueError(f"hyperparameters={self.hyperparameters!r} are not DQN's: expected Hyperparameters")
         if self.hyperparameters.num_envs > self.run.total_steps:
             raise ValueError(
                 f"num_envs={self.hyperparameters.num_envs} exceeds total_steps={self.run.total_steps}: "
@@ -224,29 +299,7 @@ class DQNConfig:
     @classmethod
     def of(cls, **values: Any) -> DQNConfig:
         """A config from flat keywords: each goes to the dataclass with that field (names are unique)."""
-        groups: dict[str, dict[str, Any]] = {"hyperparameters": {}, "run": {}}
-        for name, value in values.items():
-            group = FIELD_GROUPS.get(name)
-            if group is None:
-                raise ValueError(f"config field {name!r} is unknown: expected one of {sorted(FIELD_GROUPS)}")
-            groups[group][name] = value
-        return cls(Hyperparameters(**groups["hyperparameters"]), RunSettings(**groups["run"]))
-
-    def replace(self, **values: Any) -> DQNConfig:
-        """A copy with flat keywords changed (see :meth:`of`)."""
-        return DQNConfig.of(**{**self.flat(), **values})
-
-    def flat(self) -> dict[str, Any]:
-        """Every field by name (hyperparameters and run settings together), values as stored."""
-        return {
-            **{spec.name: getattr(self.hyperparameters, spec.name) for spec in dataclasses.fields(Hyperparameters)},
-            **{spec.name: getattr(self.run, spec.name) for spec in dataclasses.fields(RunSettings)},
-        }
-
-    @property
-    def params(self) -> DoorsParams:
-        """The env layout and time limit."""
-        return self.run.params
+        return cls().replace(**values)
 
     @property
     def num_iterations(self) -> int:
@@ -271,28 +324,37 @@ class DQNConfig:
         fraction = xp.minimum(1.0, step / duration)
         return hyper.start_epsilon + fraction * (hyper.end_epsilon - hyper.start_epsilon)
 
-    def to_dict(self) -> dict[str, dict[str, Any]]:
-        """Plain types only (for JSON, model files and ``torch.load(weights_only=True)``), one dict per group."""
-        return {"hyperparameters": _plain(self.hyperparameters), "run": _plain(self.run)}
 
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> DQNConfig:
-        """Inverse of :meth:`to_dict`; unknown groups or keys are an error."""
-        unknown = sorted(set(values) - {"hyperparameters", "run"})
-        if unknown:
-            raise ValueError(f"config groups {unknown} are unknown: expected 'hyperparameters' and 'run'")
-        return cls(
-            _from_plain(Hyperparameters, values.get("hyperparameters", {})),
-            _from_plain(RunSettings, values.get("run", {})),
-        )
+def make_config(hyperparameters: Any, run: RunSettings | None = None) -> Config:
+    """The config of ``hyperparameters`` over ``run``: a :class:`DQNConfig` for DQN's, a :class:`Config` for an
+    arm's own."""
+    kind = DQNConfig if isinstance(hyperparameters, Hyperparameters) else Config
+    return kind(hyperparameters, run or RunSettings())
 
 
-FIELD_GROUPS = {
-    **{spec.name: "hyperparameters" for spec in dataclasses.fields(Hyperparameters)},
-    **{spec.name: "run" for spec in dataclasses.fields(RunSettings)},
-}
-"""Which dataclass holds each field."""
-HYPERPARAMETER_NAMES = tuple(spec.name for spec in dataclasses.fields(Hyperparameters))
+def describe_hyperparameters(hyperparameters: Any) -> str:
+    """Hyperparameters in one line for people: their own ``describe()``, else ``name value`` by field."""
+    if hasattr(hyperparameters, "describe"):
+        return hyperparameters.describe()
+    return ", ".join(f"{name} {getattr(hyperparameters, name)!r}" for name in field_names(hyperparameters))
+
+
+def field_names(instance: Any) -> tuple[str, ...]:
+    """The field names of a dataclass or of its instance."""
+    return tuple(spec.name for spec in dataclasses.fields(instance))
+
+
+def _own_hyperparameters(cls: type) -> type:
+    factory = {spec.name: spec for spec in dataclasses.fields(cls)}["hyperparameters"].default_factory
+    if factory is dataclasses.MISSING:
+        raise ValueError(f"{cls.__name__}.from_dict needs the hyperparameters' dataclass: pass hyperparameters=")
+    return factory
+
+
+RUN_NAMES = field_names(RunSettings)
+"""The run settings' names (no arm's hyperparameter may take one)."""
+HYPERPARAMETER_NAMES = field_names(Hyperparameters)
+"""DQN's hyperparameters' names."""
 
 
 def _plain(instance: Any) -> dict[str, Any]:

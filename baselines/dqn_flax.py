@@ -1,11 +1,11 @@
 """DQN in Flax and optax against ``Doors-v0`` or ``DoorsJax-v0``: jitted acting and updates, host loop.
 
-The arms ``flax-numpy`` and ``flax-jax``: ``doors-gym train --arm flax-jax`` or
-``python -m baselines.dqn_flax``. The file holds the algorithm: the network, the optimizer, the TD
-loss and learning step, the :class:`FlaxLearner` (update, acting, model file), ``train``,
-``load_model`` and the arms' records; the harness's host loop (:mod:`.harness`) drives the learner.
-It follows ``dqn_torch.py`` section by section, so the two diff cleanly. Its network, loss and model
-files are also the fully jitted arm's.
+The arms ``flax-numpy`` and ``flax-jax``: ``doors-gym train --arm flax-jax``. In ``dqn_torch.py``'s order,
+section by section, so the two diff cleanly: the network (:class:`QNetwork`), the optimizer, the TD loss
+and the pure learning step (:func:`learn`), the :class:`FlaxLearner` whose ``update`` jits that step,
+then ``train``, which hands the learner to the host loop shared by every host-loop arm
+(:func:`doors_gym_baselines.harness.loop.train`). Its network, loss, learning step and model files are
+also the fully jitted arm's (``dqn_flax_scan.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import optax
 from doors_gym.core import NUM_ACTIONS
 
 from . import harness
-from .arms import Arm, StudyFigures, arm_for_env
+from .api import Arm, StudyFigures, arm_for_env
 from .cells import CELLS_DTYPE, encode
 from .config import DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
@@ -298,14 +298,3 @@ FLAX_JAX = Arm(
 )
 ARMS = (FLAX_NUMPY, FLAX_JAX)
 """This file's arms: the same learner against the NumPy env and the JAX env."""
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m baselines.dqn_flax``: ``doors-gym train`` for this file's arms."""
-    from .cli import train_main
-
-    return train_main(__spec__.name, ARMS, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -22,7 +22,7 @@ from doors_gym import core
 from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
-from .arms import Arm
+from .api import Arm
 from .config import DQNConfig
 from .dqn_flax import (
     LearnerState,

@@ -19,7 +19,7 @@ from torch import nn
 from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
 
 from . import harness
-from .arms import Arm, StudyFigures, arm_for_env
+from .api import Arm, StudyFigures, arm_for_env
 from .cells import HIDDEN, encode
 from .config import DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
@@ -255,12 +255,6 @@ ARMS = (TORCH_NUMPY, TORCH_JAX)
 """This file's arms: the same learner against the NumPy env and the JAX env."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m baselines.dqn_torch``: ``doors-gym train`` for this file's arms."""
-    from .cli import train_main
-
-    return train_main(__spec__.name, ARMS, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def native_model(result: TrainResult, seed_index: int = 0) -> nn.Module:
+    """The trained network as a torch module from grids ``(batch, H * W)`` to Q-values (MLflow's torch flavour)."""
+    return GridQNetwork(result.model.network)

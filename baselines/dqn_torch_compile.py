@@ -17,11 +17,11 @@ import numpy as np
 import torch
 
 from . import harness
-from .arms import Arm
+from .api import Arm
 from .cells import CELLS_DTYPE, HIDDEN
 from .config import DQNConfig
 from .dqn_torch import QNetwork, TorchLearner
-from .dqn_torch import load_model  # noqa: F401  (the torch model format)
+from .dqn_torch import load_model, native_model  # noqa: F401  (the torch model format and module)
 from .harness import Reporter, save_model
 from .metrics import TrainResult
 from .runtime import torch_threads
@@ -108,14 +108,3 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
 
 ARM = Arm("torch-compile", "torch", "Doors-v0", "torch.compile x Doors-v0 (NumPy)", train, save_model)
 """This file's arm."""
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m baselines.dqn_torch_compile``: ``doors-gym train`` for this file's arm."""
-    from .cli import train_main
-
-    return train_main(__spec__.name, (ARM,), argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,8 +1,8 @@
-"""Load a trained DQN model of any arm and watch its greedy episodes in a window or as an .mp4/.gif.
+"""Load a trained model of any arm and watch its greedy episodes in a window or as an .mp4/.gif.
 
 ``doors-gym enjoy MODEL --episodes 3 --out greedy.mp4``. ``MODEL`` is a file
-(its format recognised by its content, a torch archive or a Flax msgpack map,
-never by its name) or an MLflow model: ``runs:/<run id>/model`` or
+(its format recognised by its content, never by its name: see
+:func:`doors_gym_baselines.serving.load_model`) or an MLflow model: ``runs:/<run id>/model`` or
 ``models:/doors-<arm>@champion``.
 """
 
@@ -20,15 +20,16 @@ import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import rendering
 
 from . import tracking
-from .arms import ArmProtocol, load_model
-from .config import DQNConfig
+from .arm import ArmProtocol
+from .config import Config
+from .serving import download_model_file, load_model
 
 URI_SCHEMES = ("runs:/", "models:/")
 
 
 def load_policy(
     path: str | pathlib.Path, tracking_uri: str | None = None, arm: ArmProtocol | None = None
-) -> tuple[Callable[[np.ndarray], int], DQNConfig]:
+) -> tuple[Callable[[np.ndarray], int], Config]:
     """``(policy(obs) -> greedy action, config)`` from a model file of any arm (of ``arm``, if given), or an
     MLflow model URI.
 
@@ -39,8 +40,6 @@ def load_policy(
     if text.startswith(URI_SCHEMES):
         with tracking.quiet_mlflow(), tempfile.TemporaryDirectory() as folder:
             import mlflow
-
-            from .serving import download_model_file
 
             mlflow.set_tracking_uri(tracking.tracking_uri(tracking_uri))
             arm, model, config = load_model(download_model_file(text, folder), arm)

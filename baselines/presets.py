@@ -7,9 +7,10 @@ A preset is a YAML file, or one of the built-in ones:
   --preset-out``), with the budget and hold-out window it was tuned with;
 - ``quick``: one hand-checked point of the search space for every arm, 100k
   env steps per seed;
-- ``full``: the ``DQNConfig`` defaults and the study's 500k env steps.
+- ``full``: the arm's default hyperparameters and the study's 500k env steps.
 
-A file has a ``hyperparameters`` mapping (any :class:`Hyperparameters` field),
+A file has a ``hyperparameters`` mapping (any field of the arm's hyperparameters: DQN's
+:class:`~doors_gym_baselines.config.Hyperparameters` for this package's arms),
 a ``run`` mapping (the budget: ``total_steps``, ``eval_every``,
 ``hold_out_steps``, ``stop_when_solved``) and an optional ``study`` mapping
 that says where it came from. Anything else is an error naming the key.
@@ -23,7 +24,7 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
-from .config import HYPERPARAMETER_NAMES, DQNConfig, Hyperparameters, RunSettings, field
+from .config import Config, Hyperparameters, RunSettings, field, field_names, make_config
 
 HYPERPARAMS_DIR = pathlib.Path(__file__).parent / "hyperparams"
 """Where the tuned presets live (one ``<arm>.yml`` per arm, installed with the package)."""
@@ -107,9 +108,17 @@ class Preset:
         trial = f", trial {self.study['trial']}" if "trial" in self.study else ""
         return f"{self.name} ({self.study['study']}{trial})"
 
-    def config(self, run: RunSettings | None = None) -> DQNConfig:
-        """The preset over ``run`` (layout and machinery) and the defaults."""
-        return DQNConfig(Hyperparameters(**self.hyperparameters), dataclasses.replace(run or RunSettings(), **self.run))
+    def config(self, run: RunSettings | None = None, hyperparameters: type = Hyperparameters) -> Config:
+        """The preset over ``run`` (layout and machinery) and the defaults of ``hyperparameters`` (the arm's
+        dataclass; DQN's by default); ``ValueError`` naming a key that is not one of its fields."""
+        unknown = sorted(set(self.hyperparameters) - set(field_names(hyperparameters)))
+        if unknown:
+            raise ValueError(
+                f"preset {self.name!r}: hyperparameters {unknown} are not fields of {hyperparameters.__name__}: "
+                f"expected keys among {sorted(field_names(hyperparameters))}"
+            )
+        run = dataclasses.replace(run or RunSettings(), **self.run)
+        return make_config(hyperparameters(**self.hyperparameters), run)
 
 
 def tuned_path(arm: str) -> pathlib.Path:
@@ -131,13 +140,23 @@ def own_presets(arm: str) -> Mapping[str, str]:
     return ARMS[arm].presets
 
 
+def hyperparameters_of(arm: str) -> type:
+    """The hyperparameters' dataclass of the arm called ``arm``: DQN's for this package's arms (read without
+    importing them), a plug-in's own."""
+    from .arms import ARMS
+
+    if not arm or arm not in ARMS or ARMS.is_builtin(arm):
+        return Hyperparameters
+    return ARMS[arm].hyperparameters
+
+
 def load_preset(spec: str, arm: str) -> Preset:
     """The preset ``spec`` (a built-in name or a YAML file's path) for ``arm``; ``ValueError`` naming what is wrong.
 
     A plug-in arm's own preset of that name (``Arm.presets``) comes first."""
     own = own_presets(arm)
     if spec in own:
-        return dataclasses.replace(read_preset(pathlib.Path(own[spec])), name=spec)
+        return dataclasses.replace(read_preset(pathlib.Path(own[spec]), hyperparameters_of(arm)), name=spec)
     if spec in BUILTIN:
         hyperparameters, run = BUILTIN[spec]
         return Preset(spec, dict(hyperparameters), dict(run))
@@ -153,11 +172,12 @@ def load_preset(spec: str, arm: str) -> Preset:
             )
         return dataclasses.replace(read_preset(path), name="tuned")
     check_preset(spec)
-    return read_preset(pathlib.Path(spec))
+    return read_preset(pathlib.Path(spec), hyperparameters_of(arm))
 
 
-def read_preset(path: pathlib.Path) -> Preset:
-    """A preset file; ``ValueError`` naming the file and the bad section, key or value."""
+def read_preset(path: pathlib.Path, hyperparameters: type = Hyperparameters) -> Preset:
+    """A preset file whose hyperparameters are fields of ``hyperparameters`` (an arm's dataclass; DQN's by
+    default); ``ValueError`` naming the file and the bad section, key or value."""
     import yaml
 
     try:
@@ -173,19 +193,19 @@ def read_preset(path: pathlib.Path) -> Preset:
     for name, section in sections.items():
         if not isinstance(section, dict):
             raise ValueError(f"preset file {str(path)!r}: section {name!r} is not a mapping")
-    allowed = {"hyperparameters": HYPERPARAMETER_NAMES, "run": RUN_FIELDS}
+    allowed = {"hyperparameters": field_names(hyperparameters), "run": RUN_FIELDS}
     for name, keys in allowed.items():
         unknown = sorted(set(sections[name]) - set(keys))
         if unknown:
             raise ValueError(
                 f"preset file {str(path)!r}: {name} keys {unknown} are unknown: expected keys among {sorted(keys)}"
             )
-    hyperparameters = {
+    values = {
         key: tuple(value) if isinstance(value, list) else value for key, value in sections["hyperparameters"].items()
     }
-    preset = Preset(str(path), hyperparameters, dict(sections["run"]), dict(sections["study"]))
+    preset = Preset(str(path), values, dict(sections["run"]), dict(sections["study"]))
     try:
-        preset.config()  # every value checked now, with the field's own message
+        preset.config(hyperparameters=hyperparameters)  # every value checked now, with the field's own message
     except (TypeError, ValueError) as error:
         raise ValueError(f"preset file {str(path)!r}: {error}") from None
     return preset
@@ -193,7 +213,7 @@ def read_preset(path: pathlib.Path) -> Preset:
 
 def write_preset(
     path: str | pathlib.Path,
-    hyperparameters: Hyperparameters,
+    hyperparameters: Any,
     run: RunSettings,
     study: dict[str, Any],
     written_by: str = "doors-gym tune --preset-out",
@@ -213,7 +233,7 @@ def write_preset(
     }
     header = (
         f"# A doors-gym preset (doors-gym compare --preset {path}); written by {written_by}.\n"
-        "# hyperparameters: every DQN hyperparameter; run: the budget and when a run ends; study: the origin.\n"
+        "# hyperparameters: every hyperparameter of the arm; run: the budget and when a run ends; study: the origin.\n"
     )
     path.write_text(header + yaml.safe_dump(values, sort_keys=False))
     return path

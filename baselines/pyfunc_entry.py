@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 
 from doors_gym import core
-from doors_gym_baselines.arms import load_model
-from doors_gym_baselines.serving import MODEL_FILE, Q_COLUMNS
+from doors_gym_baselines.serving import MODEL_FILE, Q_COLUMNS, load_model
 
 
 class DoorsPolicy(mlflow.pyfunc.PythonModel):
@@ -25,7 +24,7 @@ class DoorsPolicy(mlflow.pyfunc.PythonModel):
     _skip_type_hint_validation = True
 
     def load_context(self, context: Any) -> None:
-        """Reads the model file (by content: torch archive or Flax msgpack; nothing unpickled)."""
+        """Reads the model file (the arm that recognises its content reads it; nothing unpickled)."""
         self.arm, self.model, self.config = load_model(context.artifacts[MODEL_FILE])
 
     def predict(self, context: Any, model_input, params: dict[str, Any] | None = None) -> pd.DataFrame:  # noqa: ANN001

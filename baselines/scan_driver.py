@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .arms import Arm
+from .api import Arm
 from .config import DQNConfig
 from .dqn_flax import FlaxPolicy, QNetwork
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row

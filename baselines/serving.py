@@ -1,6 +1,8 @@
-"""Trained agents as MLflow models: one ``pyfunc`` interface for every arm, served over HTTP by MLflow.
+"""Trained agents' models: read from their files, logged and registered as MLflow models, whatever the arm.
 
-:func:`log_policy` logs an arm's model file as an MLflow ``pyfunc`` model, from
+Each arm reads and writes its own model files (``Arm.save``, ``Arm.read``); :func:`load_model` asks the
+installed arms which one recognises a file (plug-ins first, by their magic; the built-in arms by their
+framework's serialisation), never naming an arm. :func:`log_model` logs an arm's model file as an MLflow ``pyfunc`` model, from
 code (``pyfunc_entry.py``, which holds the model's class): MLflow runs that file to load it, so nothing
 is unpickled: the weights are the arm's own file (a torch archive read with
 ``weights_only=True``, or Flax msgpack parameters with the network's config).
@@ -8,7 +10,8 @@ is unpickled: the weights are the arm's own file (a torch archive read with
 observations, ``(n, H * W)`` int16, and returns a DataFrame with the greedy
 ``action`` and the five Q-values (``q_stay`` ... ``q_up``), the actions those of
 the arm's own ``act``. ``mlflow models serve -m models:/doors-<arm>@champion``
-answers the same over HTTP.
+answers the same over HTTP. An arm whose learner file gives its model in its framework's own form
+(``native_model``) also gets that flavour (:data:`NATIVE_FLAVOURS`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,11 @@ import numpy as np
 import doors_gym
 from doors_gym import core
 
-from .arms import get_arm
+from doors_gym.extras import require
+
+from .arm import FILE_FORMATS, FRAMEWORK_STACKS, ArmProtocol
+from .arms import ARMS, get_arm
+from .config import Config
 from .metrics import TrainResult
 
 MODEL_PATH = "model"
@@ -37,6 +44,11 @@ ENTRY = pathlib.Path(__file__).with_name("pyfunc_entry.py")
 """The file MLflow runs to build the model (models from code)."""
 CHAMPION = "champion"
 """The registry alias of each arm's best model of a comparison."""
+NATIVE_PATH = "native-model"
+"""Where a run keeps its model in its framework's own MLflow flavour, if the arm gives one."""
+NATIVE_FLAVOURS = {"torch": ("mlflow.pytorch", {"serialization_format": "pt2"})}
+"""The MLflow flavour of each framework's native models, and its options (pt2: ``torch.export`` traces
+forward on the input example; the batch size stays dynamic)."""
 
 
 def registered_name(arm: Any) -> str:
@@ -45,23 +57,30 @@ def registered_name(arm: Any) -> str:
 
 
 def register_champion(arm: Any, model_uri: str) -> int:
-    """Registers ``model_uri`` as a new version of ``doors-<arm>`` and points its ``champion`` alias at it."""
+    """Registers ``model_uri`` as a version of ``doors-<arm>`` and points its ``champion`` alias at it; returns
+    the version. A model registered already (a resumed comparison's champion) keeps its version: nothing is
+    registered twice."""
     import mlflow
 
     client = mlflow.MlflowClient()
     # MLflow 3 keeps a run's models apart from its artifacts: register the logged model itself (models:/m-<id>),
     # which a runs:/ URI resolves to, instead of letting the registry warn that the run has no such artifact.
     source = mlflow.models.get_model_info(model_uri).model_uri
-    # The registry prints "Successfully registered model ..." and "Created version ..." itself; the caller says
-    # in one line which version the champion is.
-    with (
-        warnings.catch_warnings(),
-        contextlib.redirect_stdout(io.StringIO()),
-        contextlib.redirect_stderr(io.StringIO()),
-    ):
-        warnings.simplefilter("ignore")
-        version = mlflow.register_model(source, registered_name(arm))
-    client.set_registered_model_alias(registered_name(arm), CHAMPION, version.version)
+    name = registered_name(arm)
+    found = [version for version in client.search_model_versions(f"name='{name}'") if version.source == source]
+    if found:
+        version = found[0]
+    else:
+        # The registry prints "Successfully registered model ..." and "Created version ..." itself; the caller
+        # says in one line which version the champion is.
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
+            warnings.simplefilter("ignore")
+            version = mlflow.register_model(source, name)
+    client.set_registered_model_alias(name, CHAMPION, version.version)
     return int(version.version)
 
 
@@ -82,16 +101,14 @@ def example_observations(params: Any, count: int = 2) -> np.ndarray:
     return np.asarray(core.observation(params, all_start_states(params)))[:count]
 
 
-def log_policy(result: TrainResult, seed_index: int = 0) -> str:
-    """Logs one seed's trained agent of ``result`` to the active run as the pyfunc model ``model``.
-
-    Returns the model's URI (``runs:/<run id>/model``). torch arms also keep their
-    native flavour (``torch-model``).
-    """
+def log_model(result: TrainResult, seed_index: int = 0) -> str:
+    """Logs one seed's trained agent of ``result`` to the active run as the pyfunc model ``model``; returns its URI
+    (``runs:/<run id>/model``). An arm with a native model also keeps it in its framework's flavour."""
     import mlflow.pyfunc
 
     arm = get_arm(result.arm)
     params = result.config.params
+    requirement = f"doors-gym=={doors_gym.__version__}"
     with tempfile.TemporaryDirectory() as folder:
         path = arm.save(result, pathlib.Path(folder) / "model.bin", seed_index=seed_index)
         with warnings.catch_warnings():
@@ -102,22 +119,19 @@ def log_policy(result: TrainResult, seed_index: int = 0) -> str:
                 artifacts={MODEL_FILE: str(path)},
                 signature=signature(params.num_cells),
                 input_example=example_observations(params),
-                pip_requirements=[f"doors-gym=={doors_gym.__version__}", *arm.requirements],
+                pip_requirements=[requirement, *arm.requirements],
             )
-    if arm.framework == "torch":
-        from mlflow import pytorch as mlflow_pytorch
-
-        from .dqn_torch import GridQNetwork
-
+    native = getattr(arm, "native_model", lambda *_: None)(result, seed_index)
+    if native is not None and arm.framework in NATIVE_FLAVOURS:
+        flavour, options = NATIVE_FLAVOURS[arm.framework]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            # pt2 (torch.export) traces forward on the example; the batch size stays dynamic.
-            mlflow_pytorch.log_model(
-                GridQNetwork(result.model.network),
-                name="torch-model",
+            require(flavour, "a native MLflow model").log_model(
+                native,
+                name=NATIVE_PATH,
                 input_example=example_observations(params),
-                serialization_format="pt2",
-                pip_requirements=[f"doors-gym=={doors_gym.__version__}", "torch"],
+                pip_requirements=[requirement, *FRAMEWORK_STACKS.get(arm.framework, ())],
+                **options,
             )
     return f"runs:/{info.run_id}/{MODEL_PATH}"  # MLflow 3's own info.model_uri is models:/m-<id>
 
@@ -131,3 +145,51 @@ def download_model_file(uri: str, folder: str | pathlib.Path) -> pathlib.Path:
     if not files:
         raise ValueError(f"{uri!r} is not a doors-gym MLflow model: it has no artifacts/ model file")
     return files[0]
+
+
+def load_run_model(run_id: str) -> tuple[Any, Config]:
+    """``(model, config)`` of a run's model, whatever the arm; ``model.act(obs)`` acts greedily."""
+    with tempfile.TemporaryDirectory() as folder:
+        _, model, config = load_model(download_model_file(f"runs:/{run_id}/{MODEL_PATH}", folder))
+    return model, config
+
+
+def reader_of(path: pathlib.Path) -> ArmProtocol:
+    """The installed arm that recognises the model file ``path``: another package's first, then this package's
+    (arms whose framework or package is missing are skipped); ``ValueError`` if none does."""
+    names = sorted(ARMS, key=ARMS.is_builtin)  # plug-ins first; sorted keeps each group's order
+    for name in names:
+        try:
+            arm = ARMS[name]
+        except (ImportError, ValueError):  # a missing framework, a broken plug-in: not this file's reader
+            continue
+        if hasattr(arm, "recognises") and arm.recognises(path):
+            return arm
+    with path.open("rb") as handle:
+        header = handle.read(4)
+    for framework, begins in FILE_FORMATS.items():  # a framework's file whose arms could not load: name its extra
+        if begins(header):
+            for stack in FRAMEWORK_STACKS[framework]:
+                require(stack, f"loading a {framework} model")
+    raise ValueError(
+        f"{str(path)!r} is not a doors-gym model file: no installed arm recognises it (expected a file written by "
+        "`doors-gym train --save`: a torch archive, a Flax msgpack file or a plug-in's own format)"
+    )
+
+
+def load_model(path: str | pathlib.Path, arm: ArmProtocol | None = None) -> tuple[ArmProtocol, Any, Config]:
+    """``(arm, model, config)`` of a model file of any arm (or of ``arm``'s format), told by its content;
+    ``model.act(obs)`` gives greedy actions.
+
+    Raises:
+        ValueError: for a missing file, or one that no installed arm recognises.
+    """
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise ValueError(f"model file {str(path)!r} does not exist")
+    reader = arm or reader_of(path)
+    if not hasattr(reader, "read"):  # an arm object without the record's read: its own load
+        model, config = reader.load(path)
+        return reader, model, config
+    name, model, config = reader.read(path)
+    return (reader if name == reader.name else get_arm(name)), model, config

@@ -1,4 +1,5 @@
-"""MLflow tracking shared by ``tune`` and ``compare``: where runs go, what every run carries, models.
+"""MLflow tracking shared by ``train``, ``tune`` and ``compare``: where runs go, what every run carries, the one
+tracked run a training happens in (:func:`tracked_run`).
 
 The tracking URI is ``--tracking-uri`` if given, else ``$MLFLOW_TRACKING_URI``,
 else a SQLite store ``mlflow.db`` in the working directory (artifacts under
@@ -26,10 +27,11 @@ from typing import Any, TypeVar
 
 import doors_gym
 
-from .arms import ArmProtocol
+from .arm import ArmProtocol
 from .config import field, first_line
 from .metrics import HistoryRow, TrainResult
 from .runtime import mlflow_environment
+from .serving import log_model
 
 T = TypeVar("T")
 
@@ -378,45 +380,87 @@ def config_params(config: Any) -> dict[str, str]:
     }
 
 
-def log_model(result: TrainResult, seed_index: int = 0) -> str:
-    """Logs one seed's trained agent of ``result`` to the active run as the pyfunc model ``model``; returns its URI.
+class TrackedRun:
+    """The MLflow run of one training of an arm (see :func:`tracked_run`): trains in it and logs what it made."""
 
-    See :mod:`doors_gym_baselines.serving`: ``mlflow.pyfunc.load_model(uri)`` loads
-    it for every arm; torch arms also keep their native flavour (``torch-model``).
+    def __init__(self, arm: ArmProtocol, config: Any, run: Any) -> None:
+        self.arm = arm
+        self.config = config
+        self.run = run
+        self.model_uri: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.run.info.run_id
+
+    def train(self, trial: Any = None, logged_live: bool = False) -> TrainResult:
+        """Trains the arm with the run's config, reporting to ``trial``, and logs the result: its curve (its last
+        row only when ``trial`` logged the others as they came, ``logged_live``), final figures and timings."""
+        result = self.arm.train(self.config, trial)
+        if logged_live:
+            log_history_row(result.history[-1])  # the final evaluation, taken after training, never reported
+        log_result(result, log_history=not logged_live)
+        return result
+
+    def log_models(self, result: TrainResult, model_seed: int | None = 0) -> str | None:
+        """Logs seed index ``model_seed``'s model (``None``: no model); a run of several seeds gets a nested run
+        per seed, the model in its seed's. Returns the model's URI (kept as :attr:`model_uri`)."""
+        seeds = self.config.seeds
+        if len(seeds) > 1:
+            self.model_uri = log_seed_runs(result, self.arm, seeds, model_seed)
+        elif model_seed is not None:
+            self.model_uri = log_model(result, seed_index=model_seed)
+        return self.model_uri
+
+
+def ended_status(error: BaseException) -> str:
+    """The status of a run ended by ``error``: ``KILLED`` for Ctrl-C, ``FAILED`` otherwise."""
+    return "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
+
+
+@contextlib.contextmanager
+def tracked_run(
+    arm: ArmProtocol,
+    config: Any,
+    name: str | None = None,
+    nested: bool = False,
+    status_of: Callable[[BaseException], str] = ended_status,
+    **tags: str,
+) -> Iterator[TrackedRun]:
+    """An MLflow run of one training of ``arm`` with ``config``, what ``train``, ``tune`` and ``compare`` all train in.
+
+    The run is named for its seeds (or ``name``), tagged with :func:`run_tags` (its seeds and ``tags``), and holds
+    the config as params. It ends ``FINISHED``, or with ``status_of(error)`` when ``error`` ends the block
+    (``FAILED``; ``KILLED`` for Ctrl-C), so a killed process's run is never left ``RUNNING``.
     """
-    from .serving import log_policy
+    import mlflow
 
-    return log_policy(result, seed_index)
+    seeds = config.seeds
+    tags = {"seeds": ",".join(map(str, seeds)), **tags}
+    run = mlflow.start_run(run_name=name or run_name(arm, seeds), nested=nested, tags=run_tags(arm, **tags))
+    status = "FINISHED"
+    try:
+        mlflow.log_params(config_params(config))
+        yield TrackedRun(arm, config, run)
+    except BaseException as error:
+        status = status_of(error)
+        raise
+    finally:
+        mlflow.end_run(status=status)
 
 
-def track_training(arm: ArmProtocol, config: Any, options: TrackOptions, train: Callable[[], TrainResult]) -> Any:
-    """Runs ``train()`` inside an MLflow run (params, tags, curve, finals, timings, model); returns its result.
+def track_training(arm: ArmProtocol, config: Any, options: TrackOptions) -> TrainResult:
+    """``doors-gym train --track``: trains in a tracked run (params, tags, curve, finals, timings, model).
 
     The result gains ``run_id`` and ``model_uri`` in its facts.
     """
     with quiet_mlflow():
-        import mlflow
-
         connect(options.tracking_uri, options.experiment)
-        seeds = [config.run.seed + index for index in range(config.run.num_seeds)]
-        tags = run_tags(arm, seeds=",".join(map(str, seeds)))
-        with mlflow.start_run(run_name=run_name(arm, seeds), tags=tags) as run:
-            mlflow.log_params(config_params(config))
-            result = train()
-            log_result(result)
-            model_uri = log_model(result) if len(seeds) == 1 else log_seed_runs(result, arm, seeds, model_seed=0)
-    result.facts.update(run_id=run.info.run_id, model_uri=model_uri)
+        with tracked_run(arm, config) as tracked:
+            result = tracked.train()
+            tracked.log_models(result, model_seed=0)
+    result.facts.update(run_id=tracked.run_id, model_uri=tracked.model_uri)
     return result
-
-
-def load_run_model(run_id: str) -> tuple[Any, Any]:
-    """``(model, config)`` of a run's model, whatever the arm; ``model.act(obs)`` acts greedily."""
-    from .arms import load_model
-    from .serving import MODEL_PATH, download_model_file
-
-    with tempfile.TemporaryDirectory() as folder:
-        _, model, config = load_model(download_model_file(f"runs:/{run_id}/{MODEL_PATH}", folder))
-    return model, config
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import core
 
 from .. import cells as cell_codes
-from ..arms import Arm
+from ..arm import Arm
 from ..config import DQNConfig
 from ..evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
 from ..metrics import HistoryRow, TrainResult

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..arms import Arm
+from ..arm import Arm
 from ..config import DQNConfig
 from ..evaluation import Evaluation
 from ..metrics import HistoryRow, Timings, TrainResult

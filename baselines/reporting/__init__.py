@@ -1,4 +1,4 @@
-"""What ``compare`` and ``tune`` show: per-seed records, statistics over seeds, tables, CSVs and plots.
+"""What ``compare`` shows: per-seed records, statistics over seeds, tables, CSVs and plots.
 
 - :mod:`~doors_gym_baselines.reporting.records`: each seed's figures, each
   arm's seeds, their summary over seeds, the oracle's row;
@@ -7,9 +7,9 @@
 - :mod:`~doors_gym_baselines.reporting.tables`: ``compare.md``, the terminal's
   table, ``compare.csv`` and ``compare_seeds.csv``;
 - :mod:`~doors_gym_baselines.reporting.plots`: ``learning_curves.png`` and
-  ``time_breakdown.png``;
-- :mod:`~doors_gym_baselines.reporting.study`: a tuning study's Optuna plots,
-  logged to its MLflow parent run, and its summary folder.
+  ``time_breakdown.png``.
+
+A tuning study's plots live with tuning (:mod:`doors_gym_baselines.tuning.plots`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from .records import (
     summarise,
     summarise_all,
 )
-from .study import log_study_plots, write_study_summary
 from .tables import (
     CSV_COLUMNS,
     TERMINAL_WIDTH,
@@ -57,7 +56,6 @@ __all__ = [
     "arm_color",
     "breakdown_table",
     "describe_budget",
-    "log_study_plots",
     "machine_line",
     "markdown_table",
     "oracle_row",
@@ -70,7 +68,6 @@ __all__ = [
     "write_all",
     "write_csv",
     "write_seed_csv",
-    "write_study_summary",
 ]
 
 

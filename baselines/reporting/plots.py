@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..arms import ARMS, Arm
+from ..arm import Arm
+from ..arms import ARMS
 from ..metrics import PHASES
 from .records import ArmRuns, Summary, published_arms
 

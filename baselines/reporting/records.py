@@ -16,8 +16,9 @@ import numpy as np
 
 from doors_gym.core import DoorsParams
 
-from ..arms import ARMS, REFERENCE_ARM, Arm
-from ..config import DQNConfig
+from ..arm import Arm
+from ..arms import ARMS, REFERENCE_ARM
+from ..config import Config
 from ..evaluation import evaluate_greedy
 from ..metrics import PHASES, is_solved
 from .statistics import Interval, iqm_interval
@@ -85,7 +86,7 @@ class ArmRuns:
 
     arm: Arm
     hyperparameters: str
-    config: DQNConfig
+    config: Config
     seeds: tuple[SeedRun, ...]
     seeds_in_one_run: int = 0
 
@@ -222,7 +223,7 @@ def ms_per_update(seeds: Sequence[SeedRun]) -> float:
     return 1e3 * seconds / updates if updates else math.nan
 
 
-def describe_budget(config: DQNConfig) -> str:
+def describe_budget(config: Config) -> str:
     """A run's budget and stopping rule in words."""
     run = config.run
     words = f"{run.total_steps / 1000:g}k steps, eval every {run.eval_every / 1000:g}k"

@@ -21,7 +21,7 @@ import textwrap
 from collections.abc import Sequence
 
 from ..arms import REFERENCE_ARM
-from ..config import DQNConfig
+from ..config import Config
 from ..metrics import PHASES, SOLVED_ROLLING_REWARD, SOLVED_SUCCESS
 from .records import FIGURES, INTERVAL_FIGURES, ArmRuns, Summary, published_arms
 
@@ -31,7 +31,7 @@ def machine_line() -> str:
     return f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}."
 
 
-def markdown_table(rows: list[Summary], oracle: dict[str, float], config: DQNConfig, machine: str) -> str:
+def markdown_table(rows: list[Summary], oracle: dict[str, float], config: Config, machine: str) -> str:
     """The comparison as Markdown: ours (IQM [95 % CI] over seeds), the oracle, the study's published figures."""
     head = (
         "| arm | hyperparameters | budget | solved at the end | s to solved | speed-up to solved "

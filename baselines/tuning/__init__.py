@@ -1,4 +1,4 @@
-"""Optuna studies over the DQN arms, tracked in MLflow (``doors-gym tune``).
+"""Optuna studies over an arm's hyperparameters, tracked in MLflow (``doors-gym tune``).
 
 One study per arm and objective (``dqn-<arm>-<objective>``), sampled by a
 seeded ``TPESampler`` and pruned by a ``HyperbandPruner`` on the objective's
@@ -32,12 +32,14 @@ space, one table for sampling and its inverse),
 :mod:`~doors_gym_baselines.tuning.scores` (the objectives' scores),
 :mod:`~doors_gym_baselines.tuning.study` (storage, creation, start point,
 rungs, parent run, killed runs), :mod:`~doors_gym_baselines.tuning.objective`
-(a trial), :mod:`~doors_gym_baselines.tuning.best` (confirmation and the
+(a trial), :mod:`~doors_gym_baselines.tuning.plots` (the study's plots and summary),
+:mod:`~doors_gym_baselines.tuning.options` (the command's options),
+:mod:`~doors_gym_baselines.tuning.best` (confirmation and the
 preset) and :mod:`~doors_gym_baselines.tuning.command` (``doors-gym tune``).
 """
 
 from .best import CONFIRM_PREFIX, confirm_best, write_best_preset
-from .command import DEFAULT_EXPERIMENT, TuneOptions, describe, describe_trial, main, tune
+from .command import describe, describe_trial, tune
 from .objective import (
     TRIAL_RUN_FIELDS_OFF_THE_CLI,
     TUNING_RUN,
@@ -47,6 +49,8 @@ from .objective import (
     check_trial_run,
     make_objective,
 )
+from .options import DEFAULT_EXPERIMENT, TuneOptions
+from .plots import log_study_plots, write_study_summary
 from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS, describe_score, objective_score
 from .space import SPACE, hyperparameters_from_params, params_for, suggest_hyperparameters
 from .study import (
@@ -84,7 +88,7 @@ __all__ = [
     "finished_trials",
     "first_rung",
     "hyperparameters_from_params",
-    "main",
+    "log_study_plots",
     "make_objective",
     "mark_killed_runs",
     "objective_score",
@@ -94,4 +98,5 @@ __all__ = [
     "suggest_hyperparameters",
     "tune",
     "write_best_preset",
+    "write_study_summary",
 ]

@@ -5,26 +5,25 @@ from __future__ import annotations
 import dataclasses
 import math
 import pathlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .. import tracking
-from ..arms import Arm, get_arm
-from ..config import DQNConfig
+from ..arm import ArmProtocol
+from ..arms import get_arm
+from ..config import Config, make_config
 from ..harness import NonFiniteLoss
-from .objective import train_and_score
+from .objective import log_score
 from .space import SPACE, hyperparameters_from_params, space_of
+from .options import TuneOptions
 from .study import finished_trials
-
-if TYPE_CHECKING:
-    from .command import TuneOptions
 
 CONFIRM_PREFIX = "confirm."
 """Study attribute ``confirm.<trial>``: that trial's seeds and scores when re-trained (see :func:`confirm_best`)."""
 
 
-def confirm_best(study: Any, arm_name: str, base: DQNConfig, options: TuneOptions) -> dict[str, Any] | None:
+def confirm_best(study: Any, arm_name: str, base: Config, options: TuneOptions) -> dict[str, Any] | None:
     """Re-trains the ``confirm_top`` best complete trials on ``confirm_seeds`` more tuning seeds; returns the best.
 
     A single trial's score is one seed's, and the best of many is partly luck:
@@ -54,7 +53,7 @@ def confirm_best(study: Any, arm_name: str, base: DQNConfig, options: TuneOption
     return (max if maximise else min)(candidates, key=lambda candidate: candidate["mean"])
 
 
-def confirm_trial(trial: Any, arm: Arm, base: DQNConfig, options: TuneOptions, worst: float) -> dict[str, Any]:
+def confirm_trial(trial: Any, arm: ArmProtocol, base: Config, options: TuneOptions, worst: float) -> dict[str, Any]:
     """Trains ``trial``'s hyperparameters on the ``confirm_seeds`` tuning seeds after its own, each in a nested
     MLflow run; returns its trial number, seeds and scores (its own first), ``worst`` for a failed training."""
     import mlflow
@@ -64,22 +63,21 @@ def confirm_trial(trial: Any, arm: Arm, base: DQNConfig, options: TuneOptions, w
     seeds = [first + (own - first + 1 + j) % options.tuning_seeds for j in range(options.confirm_seeds)]
     hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters, space_of(arm))
     scores = []
+    tags = {"doors_gym.role": "confirm", "optuna.trial": str(trial.number)}
     for seed in seeds:
-        config = DQNConfig(hyperparameters, dataclasses.replace(base.run, seed=seed))
-        tags = tracking.run_tags(arm, **{"doors_gym.role": "confirm", "optuna.trial": str(trial.number)})
-        with mlflow.start_run(run_name=f"confirm-{trial.number}-seed{seed}", nested=True, tags=tags):
-            mlflow.log_params(tracking.config_params(config))
+        config = make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))
+        with tracking.tracked_run(arm, config, f"confirm-{trial.number}-seed{seed}", nested=True, **tags) as tracked:
             try:
-                _, score = train_and_score(arm, config, options.objective, options.penalty_seconds)
+                result = tracked.train()
             except NonFiniteLoss:
                 scores.append(worst)
                 mlflow.set_tag("confirm.failed", "non-finite loss")
                 continue
-            scores.append(score)
+            scores.append(log_score(options.objective, result, config.run, options.penalty_seconds))
     return {"trial": trial.number, "seeds": [own, *seeds], "scores": [float(trial.value), *scores]}
 
 
-def write_best_preset(study: Any, base: DQNConfig, path: str, confirmed: dict[str, Any] | None = None) -> pathlib.Path:
+def write_best_preset(study: Any, base: Config, path: str, confirmed: dict[str, Any] | None = None) -> pathlib.Path:
     """Writes the study's best trial (or the ``confirmed`` winner of :func:`confirm_best`) as a preset file
     (:mod:`doors_gym_baselines.presets`); returns its path."""
     from ..presets import write_preset

@@ -1,4 +1,4 @@
-"""``doors-gym tune``: one worker of an Optuna study over a DQN arm, tracked in MLflow.
+"""``doors-gym tune``: one worker of an Optuna study over an arm's hyperparameters, tracked in MLflow.
 
 One study per arm and objective (``dqn-<arm>-<objective>``), sampled by a
 seeded ``TPESampler`` and pruned by a ``HyperbandPruner`` on the objective's
@@ -6,33 +6,27 @@ running score at the greedy evaluations the arm reports while it trains
 in-process (:mod:`doors_gym_baselines.tuning.objective`). The study's storage,
 its resuming and its workers are :mod:`doors_gym_baselines.tuning.study`'s;
 confirming its best trials and writing the preset,
-:mod:`doors_gym_baselines.tuning.best`'s. This module holds the command: its
-options, the order of the steps, and what it prints.
+:mod:`doors_gym_baselines.tuning.best`'s; its plots, :mod:`doors_gym_baselines.tuning.plots`'. This module
+holds the command: the order of the steps, and what it prints (its options: :mod:`.options`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import pathlib
-import re
-import sys
 import textwrap
-from collections.abc import Sequence
 from typing import Any
 
 from .. import tracking
-from ..arms import ARMS, Arm, get_arm
-from ..config import DQNConfig, Hyperparameters, RunSettings, check_at_least, field
-from ..reporting.study import log_study_plots, write_study_summary
+from ..arm import ArmProtocol
+from ..arms import get_arm
+from ..config import Config, RunSettings, describe_hyperparameters, make_config
 from .best import confirm_best, write_best_preset
-from .objective import TUNING_RUN, TUNING_SEEDS, check_trial_run, make_objective
-from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS, describe_score
+from .objective import TUNING_RUN, check_trial_run, make_objective
+from .options import TuneOptions
+from .plots import log_study_plots, write_study_summary
+from .scores import DEFAULT_OBJECTIVE, describe_score
 from .space import SPACE, Space, hyperparameters_from_params, space_of
 from .study import (
     DEFAULT_STORAGE,
-    GRACE_PERIOD,
-    HEARTBEAT_INTERVAL,
     create_study,
     finished_states,
     finished_trials,
@@ -43,100 +37,17 @@ from .study import (
     start_study,
 )
 
-DEFAULT_EXPERIMENT = "doors-gym-tune"
-STUDY_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-
-
-@dataclasses.dataclass(frozen=True)
-class TuneOptions:
-    """Settings of one tuning worker: the study, its storage and its tracking (the ``doors-gym tune`` flags).
-
-    The trials' own run settings (budget, evaluation cadence, seed, layout) are a
-    :class:`~doors_gym_baselines.config.RunSettings`; ``--seed`` also seeds the sampler.
-    """
-
-    arm: str = field("flax-scan", "which arm to tune", choices=tuple(ARMS), cli=False)
-    objective: str = field(
-        DEFAULT_OBJECTIVE,
-        "what the study optimises: seconds to a solved agent (minimised) or the area under the greedy learning curve",
-        choices=tuple(OBJECTIVES),
-    )
-    n_trials: int = field(40, "finished (complete or pruned) trials the study should end with")
-    timeout: float | None = field(None, "stop starting trials after this many seconds")
-    worker: int = field(0, "this worker's index when several share a study (keeps their samplers apart)")
-    storage: str = field(
-        DEFAULT_STORAGE, "Optuna RDB storage, any SQLAlchemy URL (PostgreSQL for workers on many hosts)"
-    )
-    study_name: str | None = field(None, "the study (default: dqn-<arm>-<objective>)")
-    tuning_seeds: int = field(TUNING_SEEDS, "trial n trains seed --seed + n % tuning_seeds (the tuning seeds in turn)")
-    penalty_seconds: float = field(
-        PENALTY_SECONDS, "time-to-solved: an unsolved trial scores its wall seconds plus 1 to 2 times this"
-    )
-    start_from: str | None = field(
-        "quick", "a preset (name or file) whose hyperparameters a new study tries first, a known-good point ('': none)"
-    )
-    confirm_top: int = field(
-        0, "re-train the best N complete trials on --confirm-seeds more tuning seeds; the preset is the best on average"
-    )
-    confirm_seeds: int = field(3, "tuning seeds each confirmed trial trains besides its own")
-    preset_out: str | None = field(None, "write the best trial as a preset file here (YAML; see compare --preset)")
-    summary_out: str | None = field(
-        None, "write the study's summary to this folder: best trial, importances, history and importance plots"
-    )
-    tracking_uri: str | None = field(
-        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
-    )
-    experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
-    models: bool = field(True, "log each trial's trained model to MLflow")
-    verbose: bool = field(True, "print each finished trial: its score and hyperparameters")
-    heartbeat_interval: int = field(HEARTBEAT_INTERVAL, "seconds between a running trial's heartbeats")
-    grace_period: int = field(
-        GRACE_PERIOD, "seconds without a heartbeat after which a running trial counts as failed (its worker died)"
-    )
-
-    def __post_init__(self) -> None:
-        get_arm(self.arm)
-        for name in ("n_trials", "heartbeat_interval", "grace_period", "tuning_seeds"):
-            check_at_least(name, getattr(self, name), 1)
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective={self.objective!r} is not supported: expected one of {list(OBJECTIVES)}")
-        penalty = self.penalty_seconds
-        if isinstance(penalty, bool) or not (
-            isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0
-        ):
-            raise ValueError(f"penalty_seconds={penalty!r} is out of range: expected a finite number >= 0")
-        check_at_least("worker", self.worker, 0)
-        if self.start_from:
-            from ..presets import NAMES
-
-            if self.start_from not in NAMES and not pathlib.Path(self.start_from).is_file():
-                raise ValueError(f"start_from={self.start_from!r} is neither one of {list(NAMES)} nor a file")
-        check_at_least("confirm_top", self.confirm_top, 0)
-        check_at_least("confirm_seeds", self.confirm_seeds, 1)
-        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
-            raise ValueError(f"timeout={self.timeout!r} is out of range: expected a number of seconds > 0")
-        if not STUDY_NAME_PATTERN.match(self.resolved_study_name):
-            raise ValueError(
-                f"study_name={self.resolved_study_name!r} is invalid: "
-                "expected 1-128 letters, digits, '_', '.', ':', '-'"
-            )
-
-    @property
-    def resolved_study_name(self) -> str:
-        return self.study_name or f"dqn-{self.arm}-{self.objective}"
-
-
-def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparameters | None = None) -> Any:
+def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) -> Any:
     """Runs one worker of the study until it has ``n_trials`` finished trials (or ``timeout``); returns the study.
 
     Args:
         options: the study, storage and tracking settings.
         run: every trial's run settings (``run.seed`` also seeds the sampler).
-        base: the hyperparameters the search space does not set.
+        base: the hyperparameters the search space does not set (the arm's defaults if ``None``).
     """
     arm = get_arm(options.arm)
     run = check_trial_run(run, options.objective)
-    base_config = arm.configure(DQNConfig(base or Hyperparameters(), run))
+    base_config = arm.configure(make_config(base or arm.hyperparameters(), run))
     study = open_study(options, arm.name, run, base_config.hyperparameters)
     with tracking.quiet_mlflow():
         import mlflow
@@ -160,7 +71,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Hyperparamet
     return study
 
 
-def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Hyperparameters) -> Any:
+def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Any) -> Any:
     """Creates or resumes the study in its storage (saying which when ``verbose``) and queues its start point."""
     storage = open_storage(options.storage, options.heartbeat_interval, options.grace_period)
     study_name = options.resolved_study_name
@@ -179,7 +90,7 @@ def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Hype
     return study
 
 
-def study_parent_run(options: TuneOptions, arm: Arm, run: RunSettings) -> str:
+def study_parent_run(options: TuneOptions, arm: ArmProtocol, run: RunSettings) -> str:
     """Connects to MLflow and returns the id of the study's parent run (see
     :func:`~doors_gym_baselines.tuning.study.parent_run_id`), its params the study's settings."""
     experiment_id = tracking.connect(options.tracking_uri, options.experiment)
@@ -203,7 +114,7 @@ def study_parent_run(options: TuneOptions, arm: Arm, run: RunSettings) -> str:
         )
 
 
-def run_trials(study: Any, arm_name: str, base: DQNConfig, options: TuneOptions, remaining: int) -> None:
+def run_trials(study: Any, arm_name: str, base: Config, options: TuneOptions, remaining: int) -> None:
     """Runs up to ``remaining`` trials, stopping once the study has ``n_trials`` finished ones (or at ``timeout``)."""
     import optuna
 
@@ -226,7 +137,7 @@ def run_trials(study: Any, arm_name: str, base: DQNConfig, options: TuneOptions,
 class TrialPrinter:
     """An Optuna callback: each finished trial in two lines, its score with its unit and its hyperparameters."""
 
-    def __init__(self, objective: str, base: Hyperparameters, space: Space = SPACE) -> None:
+    def __init__(self, objective: str, base: Any, space: Space = SPACE) -> None:
         self.objective = objective
         self.base = base
         self.space = space
@@ -235,7 +146,7 @@ class TrialPrinter:
         print(describe_trial(study, trial, self.objective, self.base, self.space), flush=True)
 
 
-def describe_trial(study: Any, trial: Any, objective: str, base: Hyperparameters, space: Space = SPACE) -> str:
+def describe_trial(study: Any, trial: Any, objective: str, base: Any, space: Space = SPACE) -> str:
     """A finished trial for people: state, seed, score with its unit, the best so far, its hyperparameters."""
     seed = trial.user_attrs.get("seed", "?")
     state = trial.state.name.lower()
@@ -250,7 +161,7 @@ def describe_trial(study: Any, trial: Any, objective: str, base: Hyperparameters
         best_text = f"best: trial {best.number}, {describe_score(objective, best.value, best.user_attrs.get('solved'))}"
     except ValueError:
         best_text = "no complete trial yet"
-    hyperparameters = hyperparameters_from_params(trial.params, base, space).describe() if trial.params else "-"
+    hyperparameters = describe_hyperparameters(hyperparameters_from_params(trial.params, base, space)) if trial.params else "-"
     return f"trial {trial.number} (seed {seed}): {outcome}; {best_text}\n{indented(hyperparameters)}"
 
 
@@ -267,7 +178,7 @@ def describe(study: Any, options: TuneOptions) -> str:
         f"study {study.study_name} in {tracking.display_url(options.storage)}: {len(finished)} finished trials "
         f"({states.count('COMPLETE')} complete, {states.count('PRUNED')} pruned)"
     ]
-    base = Hyperparameters()
+    arm = get_arm(options.arm)
     try:
         best = study.best_trial
     except ValueError:
@@ -276,9 +187,8 @@ def describe(study: Any, options: TuneOptions) -> str:
     if best is not None:
         score = describe_score(options.objective, best.value, best.user_attrs.get("solved"))
         lines.append(f"best: trial {best.number} (seed {best.user_attrs.get('seed', '?')}), {score}")
-        lines.append(
-            indented(hyperparameters_from_params(best.params, base, space_of(get_arm(options.arm))).describe())
-        )
+        chosen = hyperparameters_from_params(best.params, arm.hyperparameters(), space_of(arm))
+        lines.append(indented(describe_hyperparameters(chosen)))
     uri = tracking.tracking_uri(options.tracking_uri)
     lines.append(
         f"MLflow: experiment {options.experiment!r} in {tracking.display_url(uri)}, run {study.study_name} "
@@ -306,10 +216,3 @@ def describe(study: Any, options: TuneOptions) -> str:
         train = f"doors-gym train --arm {options.arm} --preset {preset}"
         lines.append(f"  doors-gym compare --preset {preset}  or  {train}")
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m doors_gym_baselines.tuning``: the same as ``doors-gym tune``."""
-    from ..cli import main as cli_main
-
-    return cli_main(["tune", *(sys.argv[1:] if argv is None else argv)])

@@ -16,8 +16,8 @@ import socket
 from typing import Any
 
 from .. import tracking
-from ..arms import Arm, get_arm
-from ..config import DQNConfig, RunSettings
+from ..arms import get_arm
+from ..config import Config, RunSettings, make_config
 from ..metrics import HistoryRow, TrainResult, seconds_to_solved
 from ..presets import TO_SOLVED
 from .scores import DEFAULT_OBJECTIVE, PENALTY_SECONDS, objective_score
@@ -106,43 +106,24 @@ def log_score(objective: str, result: Any, run: RunSettings, penalty_seconds: fl
     return score
 
 
-def train_and_score(
-    arm: Arm, config: DQNConfig, objective: str, penalty_seconds: float, tracked: TrackedTrial | None = None
-) -> tuple[TrainResult, float]:
-    """Trains ``config`` in the active MLflow run, logs its result and its score; returns both.
+def trial_status(error: BaseException) -> str:
+    """How a trial's run ends on ``error``: a pruned trial finished (its curve says where), Ctrl-C killed it (the
+    study resumes later, like after any other kill), anything else failed it."""
+    import optuna
 
-    A ``tracked`` trial has logged the evaluations as they came; the final one,
-    taken after training and never reported, is logged here.
-    """
-    if tracked is None:
-        result = arm.train(config)
-        tracking.log_result(result)
-    else:
-        result = arm.train(config, tracked)
-        tracking.log_history_row(result.history[-1])
-        tracking.log_result(result, log_history=False)
-    return result, log_score(objective, result, config.run, penalty_seconds)
+    if isinstance(error, optuna.TrialPruned):
+        return "FINISHED"
+    return tracking.ended_status(error)
 
 
-def start_trial_run(trial: Any, arm: Arm, config: DQNConfig, worker: int) -> None:
-    """Starts the trial's nested MLflow run, with its tags and params, and keeps its id on the trial."""
-    import mlflow
-
-    tags = tracking.run_tags(
-        arm,
-        **{
-            "optuna.study": trial.study.study_name,
-            "optuna.trial": str(trial.number),
-            "host": socket.gethostname(),
-            "worker": str(worker),
-        },
-    )
-    run = mlflow.start_run(run_name=f"trial-{trial.number}", nested=True, tags=tags)
-    trial.set_user_attr("mlflow_run_id", run.info.run_id)
-    trial.set_user_attr("worker", worker)
-    trial.set_user_attr("seed", config.run.seed)
-    mlflow.log_params(tracking.config_params(config))
-    mlflow.log_params({f"search.{key}": str(value) for key, value in trial.params.items()})
+def trial_tags(trial: Any, worker: int) -> dict[str, str]:
+    """The tags of a trial's run: its study, its number, the host and the worker."""
+    return {
+        "optuna.study": trial.study.study_name,
+        "optuna.trial": str(trial.number),
+        "host": socket.gethostname(),
+        "worker": str(worker),
+    }
 
 
 def record_result(trial: Any, result: TrainResult, run: RunSettings) -> None:
@@ -155,7 +136,7 @@ def record_result(trial: Any, result: TrainResult, run: RunSettings) -> None:
 
 def make_objective(
     arm_name: str,
-    base: DQNConfig,
+    base: Config,
     log_models: bool = True,
     worker: int = 0,
     objective_name: str = DEFAULT_OBJECTIVE,
@@ -174,29 +155,23 @@ def make_objective(
 
     def objective(trial: optuna.Trial) -> float:
         seed = base.run.seed + trial.number % tuning_seeds
-        config = DQNConfig(
-            suggest_hyperparameters(trial, base.hyperparameters, space), dataclasses.replace(base.run, seed=seed)
-        )
-        start_trial_run(trial, arm, config, worker)
-        tracked = TrackedTrial(trial, objective_name, config.run, penalty_seconds)
-        status = "FAILED"
-        try:
-            result, score = train_and_score(arm, config, objective_name, penalty_seconds, tracked)
+        hyperparameters = suggest_hyperparameters(trial, base.hyperparameters, space)
+        config = make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))
+        name = f"trial-{trial.number}"
+        with tracking.tracked_run(arm, config, name, True, trial_status, **trial_tags(trial, worker)) as tracked:
+            trial.set_user_attr("mlflow_run_id", tracked.run_id)
+            trial.set_user_attr("worker", worker)
+            trial.set_user_attr("seed", seed)
+            mlflow.log_params({f"search.{key}": str(value) for key, value in trial.params.items()})
+            try:
+                result = tracked.train(TrackedTrial(trial, objective_name, config.run, penalty_seconds), True)
+            except optuna.TrialPruned as pruned:
+                mlflow.set_tags({"optuna.state": "PRUNED", "optuna.pruned_reason": str(pruned)})
+                raise
+            score = log_score(objective_name, result, config.run, penalty_seconds)
             record_result(trial, result, config.run)
-            if log_models:
-                tracking.log_model(result)
-            status = "FINISHED"
+            tracked.log_models(result, 0 if log_models else None)
             mlflow.set_tag("optuna.state", "COMPLETE")
-            return score
-        except optuna.TrialPruned as pruned:
-            mlflow.set_tag("optuna.state", "PRUNED")
-            mlflow.set_tag("optuna.pruned_reason", str(pruned))
-            status = "FINISHED"
-            raise
-        except KeyboardInterrupt:
-            status = "KILLED"  # Ctrl-C: the study resumes later, like after any other kill
-            raise
-        finally:
-            mlflow.end_run(status=status)
+        return score
 
     return objective

@@ -11,7 +11,7 @@ import pytest
 
 from doors_gym import cli
 from doors_gym_baselines import cli as baselines_cli
-from doors_gym_baselines.arms import Arm
+from doors_gym_baselines.api import Arm
 from doors_gym_baselines.config import DQNConfig
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -227,7 +227,7 @@ def test_an_arm_module_cli_rejects_a_bad_value_before_training(capsys, monkeypat
 
     monkeypatch.setattr(Arm, "train", forbidden)
     with pytest.raises(SystemExit) as caught:
-        dqn_torch.main(["--learning-rate", "-1"])
+        cli.main(["train", "--arm", dqn_torch.TORCH_NUMPY.name, "--learning-rate", "-1"])
     assert caught.value.code == 2
     assert "--learning-rate -1.0" in capsys.readouterr().err
 
@@ -246,15 +246,15 @@ def test_help_exits_0(command, capsys):
         assert "--out" in out and "model" in out
 
 
-def test_python_m_baselines_dqn_torch_help_from_the_repo_root():
+def test_python_m_doors_gym_baselines_train_help():
     pytest.importorskip("torch")
     completed = subprocess.run(
-        [sys.executable, "-m", "baselines.dqn_torch", "--help"],
+        [sys.executable, "-m", "doors_gym_baselines", "train", "--help"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
-    assert "usage: python -m baselines.dqn_torch" in completed.stdout
+    assert "usage: doors-gym train" in completed.stdout
     assert "--learning-rate" in completed.stdout

@@ -1,0 +1,47 @@
+"""What an arm needs from doors-gym, in one module: the learners of this package and plug-ins import it.
+
+An arm is a record (:class:`Arm`, which provides :class:`ArmProtocol`) naming its ``train``, ``save_model``
+and ``load_model``, its own hyperparameters (a frozen dataclass whose fields have defaults and check
+themselves, declared with :func:`field`), its search space (:class:`Range`, in the scales :data:`LINEAR`,
+:data:`ONE_MINUS`, :data:`POWER_OF_TWO`) and its presets. Its ``train(config, trial, arm)`` gets a
+:class:`Config`: ``config.hyperparameters`` its own, ``config.run`` the :class:`RunSettings` every run shares
+(task, budget, seeds, evaluation). It evaluates through :class:`EvaluationSchedule` (every ``eval_every``
+env steps, reports to ``trial``, the stop when solved), makes each evaluation's row with :func:`history_row`
+from :class:`Evaluation` and :class:`TrainingFigures`, and returns :func:`finish`'s :class:`TrainResult`.
+:func:`encode` finds the agent's and the goal's cells of grid observations (:data:`HIDDEN` where a cell is
+hidden: the goal under the agent).
+"""
+
+from .arm import Arm, ArmProtocol, StudyFigures, arm_for_env
+from .cells import HIDDEN, encode
+from .config import Config, RunSettings, field
+from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
+from .harness import EvaluationSchedule, Reporter, finish
+from .metrics import HistoryRow, TrainResult
+from .ranges import LINEAR, ONE_MINUS, POWER_OF_TWO, Range, Scale
+
+__all__ = [
+    "HIDDEN",
+    "LINEAR",
+    "ONE_MINUS",
+    "POWER_OF_TWO",
+    "Arm",
+    "ArmProtocol",
+    "Config",
+    "Evaluation",
+    "EvaluationSchedule",
+    "HistoryRow",
+    "Range",
+    "Reporter",
+    "RunSettings",
+    "Scale",
+    "StudyFigures",
+    "TrainResult",
+    "TrainingFigures",
+    "arm_for_env",
+    "encode",
+    "evaluate_greedy",
+    "field",
+    "finish",
+    "history_row",
+]

@@ -1,0 +1,97 @@
+"""The options of ``doors-gym tune``: one worker's study, its storage and its tracking (:class:`TuneOptions`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+import re
+
+from .. import tracking
+from ..arms import ARMS, get_arm
+from ..config import check_at_least, field
+from .objective import TUNING_SEEDS
+from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS
+from .study import DEFAULT_STORAGE, GRACE_PERIOD, HEARTBEAT_INTERVAL
+
+DEFAULT_EXPERIMENT = "doors-gym-tune"
+STUDY_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneOptions:
+    """Settings of one tuning worker: the study, its storage and its tracking (the ``doors-gym tune`` flags).
+
+    The trials' own run settings (budget, evaluation cadence, seed, layout) are a
+    :class:`~doors_gym_baselines.config.RunSettings`; ``--seed`` also seeds the sampler.
+    """
+
+    arm: str = field("flax-scan", "which arm to tune", choices=tuple(ARMS), cli=False)
+    objective: str = field(
+        DEFAULT_OBJECTIVE,
+        "what the study optimises: seconds to a solved agent (minimised) or the area under the greedy learning curve",
+        choices=tuple(OBJECTIVES),
+    )
+    n_trials: int = field(40, "finished (complete or pruned) trials the study should end with")
+    timeout: float | None = field(None, "stop starting trials after this many seconds")
+    worker: int = field(0, "this worker's index when several share a study (keeps their samplers apart)")
+    storage: str = field(
+        DEFAULT_STORAGE, "Optuna RDB storage, any SQLAlchemy URL (PostgreSQL for workers on many hosts)"
+    )
+    study_name: str | None = field(None, "the study (default: dqn-<arm>-<objective>)")
+    tuning_seeds: int = field(TUNING_SEEDS, "trial n trains seed --seed + n % tuning_seeds (the tuning seeds in turn)")
+    penalty_seconds: float = field(
+        PENALTY_SECONDS, "time-to-solved: an unsolved trial scores its wall seconds plus 1 to 2 times this"
+    )
+    start_from: str | None = field(
+        "quick", "a preset (name or file) whose hyperparameters a new study tries first, a known-good point ('': none)"
+    )
+    confirm_top: int = field(
+        0, "re-train the best N complete trials on --confirm-seeds more tuning seeds; the preset is the best on average"
+    )
+    confirm_seeds: int = field(3, "tuning seeds each confirmed trial trains besides its own")
+    preset_out: str | None = field(None, "write the best trial as a preset file here (YAML; see compare --preset)")
+    summary_out: str | None = field(
+        None, "write the study's summary to this folder: best trial, importances, history and importance plots"
+    )
+    tracking_uri: str | None = field(
+        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
+    )
+    experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
+    models: bool = field(True, "log each trial's trained model to MLflow")
+    verbose: bool = field(True, "print each finished trial: its score and hyperparameters")
+    heartbeat_interval: int = field(HEARTBEAT_INTERVAL, "seconds between a running trial's heartbeats")
+    grace_period: int = field(
+        GRACE_PERIOD, "seconds without a heartbeat after which a running trial counts as failed (its worker died)"
+    )
+
+    def __post_init__(self) -> None:
+        get_arm(self.arm)
+        for name in ("n_trials", "heartbeat_interval", "grace_period", "tuning_seeds"):
+            check_at_least(name, getattr(self, name), 1)
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective={self.objective!r} is not supported: expected one of {list(OBJECTIVES)}")
+        penalty = self.penalty_seconds
+        if isinstance(penalty, bool) or not (
+            isinstance(penalty, (int, float)) and math.isfinite(penalty) and penalty >= 0
+        ):
+            raise ValueError(f"penalty_seconds={penalty!r} is out of range: expected a finite number >= 0")
+        check_at_least("worker", self.worker, 0)
+        if self.start_from:
+            from ..presets import NAMES
+
+            if self.start_from not in NAMES and not pathlib.Path(self.start_from).is_file():
+                raise ValueError(f"start_from={self.start_from!r} is neither one of {list(NAMES)} nor a file")
+        check_at_least("confirm_top", self.confirm_top, 0)
+        check_at_least("confirm_seeds", self.confirm_seeds, 1)
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError(f"timeout={self.timeout!r} is out of range: expected a number of seconds > 0")
+        if not STUDY_NAME_PATTERN.match(self.resolved_study_name):
+            raise ValueError(
+                f"study_name={self.resolved_study_name!r} is invalid: "
+                "expected 1-128 letters, digits, '_', '.', ':', '-'"
+            )
+
+    @property
+    def resolved_study_name(self) -> str:
+        return self.study_name or f"dqn-{self.arm}-{self.objective}"
