@@ -12,7 +12,7 @@ segments with greedy evaluations between them, the result) is :mod:`.scan_driver
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
