@@ -122,19 +122,16 @@ class PlannedRun:
 
 @dataclasses.dataclass(frozen=True)
 class PlannedRow:
-    """A row of the table: an arm's seeds, one run each (its champion registered), or all in one run."""
+    """A row of the table to fill: the arm's row (its figures empty until its runs are made) and those runs."""
 
-    arm: ArmProtocol
-    config: Config
-    origin: str
-    """Where its hyperparameters came from (the preset's label)."""
+    row: reporting.ArmRuns
     runs: tuple[PlannedRun, ...]
-    seeds_in_one_run: int = 0
-    """The seeds of its one run (0: a run per seed)."""
 
     @property
     def registers_champion(self) -> bool:
-        return not self.seeds_in_one_run
+        """Whether its best seed becomes the arm's champion: a row of a run per seed does (seeds trained
+        together are other work)."""
+        return not self.row.seeds_in_one_run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,11 +155,11 @@ def plan(options: CompareOptions, run: RunSettings | None = None) -> Plan:
     for arm in map(get_arm, options.arms):
         config, preset = options.preset_config(arm.name, run)
         config = arm.configure(config)
-        groups = [[seed] for seed in options.seed_list]
-        rows.append(PlannedRow(arm, config, preset.label, planned_runs(options, arm, config, groups)))
+        each = reporting.ArmRuns(arm, preset.label, config, seeds=())
+        rows.append(PlannedRow(each, planned_runs(options, arm, config, [[seed] for seed in options.seed_list])))
         if arm.seeds_in_one_run and options.seeds > 1:
-            together = planned_runs(options, arm, config, [options.seed_list])
-            rows.append(PlannedRow(arm, config, preset.label, together, seeds_in_one_run=options.seeds))
+            together = dataclasses.replace(each, seeds_in_one_run=options.seeds)
+            rows.append(PlannedRow(together, planned_runs(options, arm, config, [options.seed_list])))
     return Plan(options, DQNConfig(run=run or RunSettings()), tuple(rows))
 
 
@@ -190,19 +187,17 @@ def make_runs(plan: Plan) -> list[reporting.ArmRuns]:
     """Makes every planned run in order (reusing finished ones unless ``fresh``) and registers each arm's best
     seed as its champion; the rows' figures."""
     results = []
-    for row in plan.rows:
-        if not row.seeds_in_one_run:
-            seeds = len(plan.options.seed_list)
-            print(f"{row.arm.name}: training {seeds} seed{'s' if seeds > 1 else ''}", flush=True)
-        made = [make_run(plan.options, row.arm, row.origin, planned) for planned in row.runs]
-        figures = [seed for run in made for seed in run.seeds]
+    for planned in plan.rows:
+        arm, seeds = planned.row.arm, len(plan.options.seed_list)
+        if planned.registers_champion:
+            print(f"{arm.name}: training {seeds} seed{'s' if seeds > 1 else ''}", flush=True)
+        made = [make_run(plan.options, arm, planned.row.hyperparameters, run) for run in planned.runs]
         models = [(run.seeds[best_seed(run.seeds)], run.model_uri) for run in made if run.model_uri]
-        if row.registers_champion and models:
+        if planned.registers_champion and models:
             champion, model_uri = models[best_seed([seed for seed, _ in models])]
-            version = register_champion(row.arm, model_uri)
-            name = row.arm.name
-            print(f"  {name}: seed {champion.seed} registered as version {version} of doors-{name}@champion")
-        results.append(reporting.ArmRuns(row.arm, row.origin, row.config, tuple(figures), row.seeds_in_one_run))
+            version = register_champion(arm, model_uri)
+            print(f"  {arm.name}: seed {champion.seed} registered as version {version} of doors-{arm.name}@champion")
+        results.append(dataclasses.replace(planned.row, seeds=tuple(seed for run in made for seed in run.seeds)))
     return results
 
 
@@ -310,18 +305,6 @@ def describe_rolling(figures: Sequence[reporting.SeedRun]) -> str:
 
 
 @dataclasses.dataclass
-class Outcome:
-    """What :func:`compare` returns: the summary rows, the oracle's row, the table and the files written."""
-
-    rows: list[reporting.Summary]
-    oracle: dict[str, float]
-    table: str
-    paths: dict[str, pathlib.Path]
-    run_id: str
-    experiment_id: str | None = None
-
-
-@dataclasses.dataclass
 class Report:
     """The comparison's report: the summary rows, the oracle's row, the Markdown table and the files written."""
 
@@ -329,6 +312,14 @@ class Report:
     oracle: dict[str, float]
     table: str
     paths: dict[str, pathlib.Path]
+
+
+@dataclasses.dataclass
+class Outcome(Report):
+    """What :func:`compare` returns: the report, and the comparison's MLflow parent run and experiment."""
+
+    run_id: str = ""
+    experiment_id: str | None = None
 
 
 def report(plan: Plan, results: Sequence[reporting.ArmRuns]) -> Report:
@@ -389,7 +380,7 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
             written = report(planned, make_runs(planned))
             log_report(written)
             mlflow.log_metric("compare_wall_seconds", time.perf_counter() - start)
-    return Outcome(written.rows, written.oracle, written.table, written.paths, parent.info.run_id, experiment_id)
+    return Outcome(**vars(written), run_id=parent.info.run_id, experiment_id=experiment_id)
 
 
 def compare_arms(arms: Sequence[ArmProtocol | str], run: RunSettings | None = None, **options: Any) -> Outcome:

@@ -2,8 +2,8 @@
 
 Each arm reads and writes its own model files (``Arm.save``, ``Arm.read``); :func:`load_model` asks the
 installed arms which one recognises a file (plug-ins first, by their magic; the built-in arms by their
-framework's serialisation), never naming an arm. :func:`log_model` logs an arm's model file as an MLflow ``pyfunc`` model, from
-code (``pyfunc_entry.py``, which holds the model's class): MLflow runs that file to load it, so nothing
+framework's serialisation), never naming an arm. :func:`log_model` logs an arm's model file as an MLflow
+``pyfunc`` model, from code (``pyfunc_entry.py``, which holds the model's class): MLflow runs that file to load it, so nothing
 is unpickled: the weights are the arm's own file (a torch archive read with
 ``weights_only=True``, or Flax msgpack parameters with the network's config).
 ``mlflow.pyfunc.load_model(uri).predict(obs)`` takes a batch of grid

@@ -161,7 +161,9 @@ def describe_trial(study: Any, trial: Any, objective: str, base: Any, space: Spa
         best_text = f"best: trial {best.number}, {describe_score(objective, best.value, best.user_attrs.get('solved'))}"
     except ValueError:
         best_text = "no complete trial yet"
-    hyperparameters = describe_hyperparameters(hyperparameters_from_params(trial.params, base, space)) if trial.params else "-"
+    hyperparameters = "-"
+    if trial.params:
+        hyperparameters = describe_hyperparameters(hyperparameters_from_params(trial.params, base, space))
     return f"trial {trial.number} (seed {seed}): {outcome}; {best_text}\n{indented(hyperparameters)}"
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from doors_gym import cli
-from doors_gym_baselines import arms, compare
+from doors_gym_baselines import arms, compare, serving
+from doors_gym_baselines.api import Arm
 from doors_gym_baselines.arms import ARMS
 
 
@@ -77,7 +78,7 @@ def test_save_into_a_missing_folder_creates_it_before_training(tmp_path, capsys,
     assert cli.main([*argv, "--eval-every", "0", "--quiet", "--save", str(path)]) == 0
     assert path.is_file() and f"saved the model to {path}" in capsys.readouterr().out
     # A path that cannot be written fails before any training.
-    monkeypatch.setattr(arms.Arm, "train", lambda *args, **kwargs: pytest.fail("training started"))
+    monkeypatch.setattr(Arm, "train", lambda *args, **kwargs: pytest.fail("training started"))
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
     with pytest.raises(SystemExit) as caught:
@@ -92,7 +93,7 @@ def test_a_model_file_is_recognised_by_content_not_name(arm, name, trained, tmp_
     module, result = trained(arm, "Doors-v0")
     path = tmp_path / name
     module.save_model(result, str(path))
-    loaded_arm, model, config = arms.load_model(path)
+    loaded_arm, model, config = serving.load_model(path)
     assert loaded_arm.name == result.arm and config == result.config
     obs = np.zeros((1, 225), dtype=np.int16)
     obs[0, 3], obs[0, 220] = 3, 1
@@ -103,7 +104,7 @@ def test_a_foreign_file_is_refused_clearly(tmp_path):
     path = tmp_path / "notes.pt"
     path.write_text("hello")
     with pytest.raises(ValueError, match="is not a doors-gym model file"):
-        arms.load_model(path)
+        serving.load_model(path)
 
 
 def test_num_seeds_is_an_error_for_arms_that_train_one_seed(capsys):
@@ -133,7 +134,7 @@ def test_train_starts_from_the_arms_tuned_preset_and_the_flags_override_it(monke
         seen.append(config)
         raise SystemExit(0)  # the config is all this test needs
 
-    monkeypatch.setattr(arms.Arm, "train", fake_train)
+    monkeypatch.setattr(Arm, "train", fake_train)
     for argv in (["--arm", "flax-numpy"], ["--arm", "flax-numpy", "--batch-size", "64", "--total-steps", "9000"]):
         with pytest.raises(SystemExit):
             cli.main(["train", *argv])

@@ -116,6 +116,10 @@ def test_compare_resumes_from_finished_runs(tiny_compare, capsys: pytest.Capture
     experiment = client.get_experiment_by_name(compare.DEFAULT_EXPERIMENT)
     children = client.search_runs([experiment.experiment_id], f"tags.mlflow.parentRunId = '{again.run_id}'")
     assert children == [], "reused runs are not trained again"
+    for arm in options.arms:  # the champion of reused runs is the model registered already: no second version
+        versions = client.search_model_versions(f"name='doors-{arm}'")
+        assert len(versions) == 1, [(version.version, version.run_id) for version in versions]
+        assert client.get_model_version_by_alias(f"doors-{arm}", "champion").version == versions[0].version
 
 
 def test_tuned_presets_are_the_default_and_full_follows_the_study() -> None:

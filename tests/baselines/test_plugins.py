@@ -21,20 +21,24 @@ DOORS_GYM = pathlib.Path(sys.executable).with_name("doors-gym")
 PLUGIN = '''
 """A throwaway arm: the oracle's shortest paths, stepping off them at random (rate: the learning rate)."""
 
+import dataclasses
 import json
 import pathlib
 import time
 
 import numpy as np
 
-from doors_gym.core import DoorsParams
 from doors_gym.oracle import OraclePolicy
-from doors_gym_baselines.arms import Arm
-from doors_gym_baselines.evaluation import TrainingFigures, evaluate_greedy, history_row
-from doors_gym_baselines.harness import EvaluationSchedule, finish
-from doors_gym_baselines.tuning.space import Range
+from doors_gym_baselines.api import (
+    Arm, Config, EvaluationSchedule, Range, TrainingFigures, evaluate_greedy, field, finish, history_row,
+)
 
 MAGIC = b"TOYARM1\\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class Slips:
+    learning_rate: float = field(0.001, "how often it steps off the shortest path")
 
 
 class Model:
@@ -79,10 +83,8 @@ def save_model(result, path, seed_index=0):
 
 
 def load_model(path):
-    from doors_gym_baselines.config import DQNConfig
-
     values = json.loads(pathlib.Path(path).read_bytes()[len(MAGIC):])
-    config = DQNConfig.from_dict(values["config"])
+    config = Config.from_dict(values["config"], Slips)
     return values["arm"], Model(config.params, values["slip"]), config
 
 
@@ -94,7 +96,7 @@ ARM = Arm(
     train,
     save_model,
     loader=load_model,
-    honoured=frozenset({"learning_rate"}),
+    hyperparameters=Slips,
     presets={"tuned": str(pathlib.Path(__file__).with_name("tuned.yml"))},
     search_space=(Range("learning_rate", 1e-4, 1e-2, log=True),),
     requirements=("doors-gym-toy",),
@@ -173,10 +175,10 @@ def test_a_plugin_arm_trains_and_plays_with_its_tuned_preset(toy_site, tmp_path)
     assert "toy" in listed.stdout.split("arms to train, among")[1]
 
 
-def test_a_plugin_arm_refuses_a_hyperparameter_it_does_not_read(toy_site, tmp_path):
+def test_a_plugin_arm_refuses_a_hyperparameter_it_does_not_have(toy_site, tmp_path):
     done = doors_gym(toy_site, tmp_path, "train", "--arm", "toy", "--no-track", "--hidden-sizes", "64", "64")
     assert done.returncode != 0
-    assert "--hidden-sizes (64, 64) is not honoured by the toy arm (doors-gym-toy 0.3.0)" in done.stderr
+    assert "--hidden-sizes (64, 64) is not a hyperparameter of the toy arm (doors-gym-toy 0.3.0)" in done.stderr
     assert "Traceback" not in done.stderr
 
 

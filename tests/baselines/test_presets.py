@@ -45,9 +45,10 @@ def test_a_written_preset_reads_back_and_trains_the_same_config(tmp_path: pathli
     assert (config.run.total_steps, config.run.eval_every, config.run.hold_out_steps) == (50_000, 5_000, 10_000)
     assert preset.label == "tuned (s, trial 3)".replace("tuned", str(path))
     # compare trains a file preset as given, for every arm it is asked for.
-    row = compare.plan(compare.CompareOptions(arms=("flax-jax",), preset=str(path))).rows[0]
-    trained, origin = row.config, row.origin
-    assert row.arm is get_arm("flax-jax") and trained.hyperparameters == hyperparameters and trained.run.env_id == "DoorsJax-v0" and origin == preset.label
+    row = compare.plan(compare.CompareOptions(arms=("flax-jax",), preset=str(path))).rows[0].row
+    trained, origin = row.config, row.hyperparameters
+    assert row.arm is get_arm("flax-jax") and trained.hyperparameters == hyperparameters
+    assert trained.run.env_id == "DoorsJax-v0" and origin == preset.label
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ def logged(tmp_path_factory):
         config = DQNConfig.of(**TINY, num_seeds=2 if arm.seeds_in_one_run else 1)
         with mlflow.start_run(run_name=name):
             result = arm.train(config)
-            out[name] = (result, tracking.log_model(result, seed_index=config.run.num_seeds - 1))
+            out[name] = (result, serving.log_model(result, seed_index=config.run.num_seeds - 1))
     return uri, out
 
 

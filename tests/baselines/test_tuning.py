@@ -20,7 +20,7 @@ mlflow = pytest.importorskip("mlflow")
 pytest.importorskip("flax")
 pytest.importorskip("torch")
 
-from doors_gym_baselines import harness, tracking, tuning  # noqa: E402
+from doors_gym_baselines import harness, serving, tracking, tuning  # noqa: E402
 from doors_gym_baselines.tuning import scores, space  # noqa: E402
 from doors_gym_baselines.config import DQNConfig, Hyperparameters, RunSettings  # noqa: E402
 from doors_gym_baselines.metrics import HistoryRow  # noqa: E402
@@ -203,7 +203,7 @@ def test_flax_trial_logs_a_loadable_params_artifact(tmp_path: pathlib.Path) -> N
         RunSettings(seed=0, **TINY_STUDY),
     )
     _, _, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
-    policy, config = tracking.load_run_model(children[0].info.run_id)
+    policy, config = serving.load_run_model(children[0].info.run_id)
     assert config.run.env_id == "Doors-v0"
     assert policy.q_values(np.zeros((2, 225), dtype=np.int16)).shape == (2, 5)
 
@@ -399,7 +399,6 @@ def test_an_unreachable_tracking_store_is_its_own_error_and_a_bug_is_not_one(tmp
 
 
 def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, monkeypatch):
-    from doors_gym_baselines import reporting
 
     tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "race")
     study = optuna.create_study(direction="maximize")
@@ -414,7 +413,7 @@ def test_a_worker_that_loses_the_race_for_a_parent_tag_tries_again(tmp_path, mon
 
     monkeypatch.setattr(mlflow, "set_tags", set_tags_losing_once)
     with mlflow.start_run() as run:
-        reporting.log_study_plots(study)
+        tuning.log_study_plots(study)
     assert len(calls) == 2
     tags = mlflow.MlflowClient().get_run(run.info.run_id).data.tags
     assert tags["best.trial"] == str(study.best_trial.number) and "best.x" in tags

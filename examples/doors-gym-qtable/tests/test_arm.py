@@ -11,10 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from doors_gym_baselines.arms import ARMS, load_model
-from doors_gym_baselines.config import DQNConfig
-from doors_gym_baselines.metrics import HistoryRow
+from doors_gym_baselines.api import HistoryRow, RunSettings
+from doors_gym_baselines.arms import ARMS
+from doors_gym_baselines.serving import load_model
 from doors_gym_qtable.arm import ARM, RollingWindow
+from doors_gym_qtable.qlearning import QHyperparameters
 from doors_gym_qtable.qlearning import Metrics
 
 DOORS_GYM = pathlib.Path(sys.executable).with_name("doors-gym")
@@ -32,10 +33,11 @@ def test_the_entry_point_names_this_arm_with_its_package():
 
 
 def test_training_reaches_a_solved_table_and_its_file_plays_it_back(tmp_path):
-    config = DQNConfig.of(
+    config = ARM.config(
         learning_rate=1.0, gamma=0.8, num_envs=1, start_epsilon=0.0, end_epsilon=0.0,
         total_steps=100_000, eval_every=5_000, stop_when_solved=True, hold_out_steps=10_000, seed=3, num_seeds=2,
     )  # fmt: skip
+    assert isinstance(config.hyperparameters, QHyperparameters)
     result = ARMS["qtable"].train(config)
     assert result.solved and all(seed.solved for seed in result.per_seed)
     assert result.env_steps < 2 * 100_000 and isinstance(result.history[-1], HistoryRow)  # stopped once solved
@@ -50,9 +52,20 @@ def test_training_reaches_a_solved_table_and_its_file_plays_it_back(tmp_path):
     assert evaluate_greedy(model.act, loaded.params).success_rate == result.per_seed[1].greedy_success_rate
 
 
-def test_a_hyperparameter_a_table_does_not_read_is_an_error():
-    with pytest.raises(ValueError, match=r"hidden_sizes=\(64,\) is not honoured by the qtable arm"):
-        ARMS["qtable"].configure(DQNConfig.of(hidden_sizes=(64,)))
+def test_a_hyperparameter_a_table_does_not_have_is_an_error():
+    with pytest.raises(ValueError, match=r"config fields \['hidden_sizes'\] are unknown: .*\(QHyperparameters\)"):
+        ARM.config(hidden_sizes=(64,))
+    with pytest.raises(ValueError, match=r"gamma=1.0 is out of range"):  # checked as the algorithm checks it
+        QHyperparameters(gamma=1.0)
+
+
+def test_a_dqn_config_is_refused_naming_the_arms_own(tmp_path):
+    from doors_gym_baselines.config import DQNConfig
+
+    with pytest.raises(ValueError, match=r"not the qtable arm's: it trains with QHyperparameters"):
+        ARMS["qtable"].configure(DQNConfig())
+    done = run(tmp_path, "train", "--arm", "qtable", "--hidden-sizes", "64", "--total-steps", "1000")
+    assert done.returncode == 2 and "--hidden-sizes (64,) is not a hyperparameter of the qtable arm" in done.stderr
 
 
 def test_the_rolling_window_holds_the_last_episodes():
@@ -83,7 +96,6 @@ def test_compare_puts_it_beside_a_dqn_arm(tmp_path):
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     served = mlflow.pyfunc.load_model("models:/doors-qtable@champion")  # MLflow's own loader, as a server runs it
-    config = DQNConfig()
-    frame = served.predict(example_observations(config.params))
+    frame = served.predict(example_observations(RunSettings().params))
     assert list(frame.columns) == ["action", "q_stay", "q_right", "q_down", "q_left", "q_up"]
     assert (frame["action"].to_numpy() == frame.iloc[:, 1:].to_numpy().argmax(axis=1)).all()

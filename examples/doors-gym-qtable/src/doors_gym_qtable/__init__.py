@@ -1,6 +1,6 @@
 """Tabular Q-learning on the Doors gridworld in pure JAX: an example agent from outside ``doors-gym``.
 
-- :class:`QConfig`: the hyperparameters and budget, validated;
+- :class:`QHyperparameters`: the hyperparameters, validated; :class:`QConfig`, them and the budget;
 - :func:`make_train`: a pure ``train(key)``, one ``lax.scan``; ``jax.jit(jax.vmap(train))(keys)`` trains
   many agents at once (:func:`make_parts` gives its pieces, for host loops);
 - :func:`greedy_evaluation`: greedy figures of a table over every start/goal pair;
@@ -11,6 +11,7 @@ from doors_gym_qtable.qlearning import (
     Evaluation,
     Metrics,
     QConfig,
+    QHyperparameters,
     Runner,
     TrainOutput,
     TrainParts,
@@ -27,6 +28,7 @@ __all__ = [
     "Evaluation",
     "Metrics",
     "QConfig",
+    "QHyperparameters",
     "Runner",
     "TrainOutput",
     "TrainParts",

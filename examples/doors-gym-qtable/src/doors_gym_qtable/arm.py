@@ -1,15 +1,17 @@
 """The ``qtable`` arm: tabular Q-learning (:mod:`doors_gym_qtable.qlearning`) as doors-gym runs an arm.
 
 doors-gym finds it through this package's entry point ``qtable = "doors_gym_qtable.arm:ARM"`` (group
-``doors_gym.arms``). :data:`ARM` is a :class:`doors_gym_baselines.arms.Arm`, which provides
-:class:`doors_gym_baselines.arms.ArmProtocol`: it names :func:`train`, :func:`save_model` and
-:func:`load_model`, the hyperparameters it reads (:data:`HONOURED`; any other one set is an error), its
-presets (``presets/tuned.yml``, ``presets/quick.yml``) and its search space (:data:`SEARCH_SPACE`).
+``doors_gym.arms``). Everything it needs from doors-gym comes from one module, :mod:`doors_gym_baselines.api`.
+:data:`ARM` is an :class:`~doors_gym_baselines.api.Arm`: it names :func:`train`, :func:`save_model` and
+:func:`load_model`, its own hyperparameters (:class:`~doors_gym_qtable.qlearning.QHyperparameters`: a preset
+or a trial sets these, and nothing else), its presets (``presets/tuned.yml``, ``presets/quick.yml``) and its
+search space over them (:data:`SEARCH_SPACE`). The run settings (budget, evaluation, seeds) are doors-gym's,
+shared by every arm.
 
 A run trains ``config.run.num_seeds`` agents at once, one per seed, under ``vmap``: ``init`` once, then one
 compiled segment per evaluation (``eval_every`` env steps and a greedy evaluation over every start/goal
 pair, all inside the segment), so the host sees each evaluation and stops once solved as every arm does
-(:class:`doors_gym_baselines.harness.EvaluationSchedule`).
+(:class:`doors_gym_baselines.api.EvaluationSchedule`).
 """
 
 from __future__ import annotations
@@ -26,18 +28,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from doors_gym.core import NUM_ACTIONS, DoorsParams
-from doors_gym_baselines.arms import Arm
-from doors_gym_baselines.cells import HIDDEN, encode
-from doors_gym_baselines.config import DQNConfig
-from doors_gym_baselines.evaluation import Evaluation, TrainingFigures, history_row
-from doors_gym_baselines.harness import EvaluationSchedule, finish
-from doors_gym_baselines.metrics import TrainResult
-from doors_gym_baselines.tuning.space import ONE_MINUS, POWER_OF_TWO, Range
+from doors_gym_baselines.api import (
+    HIDDEN,
+    ONE_MINUS,
+    POWER_OF_TWO,
+    Arm,
+    Config,
+    Evaluation,
+    EvaluationSchedule,
+    Range,
+    TrainingFigures,
+    TrainResult,
+    encode,
+    finish,
+    history_row,
+)
 
-from .qlearning import QConfig, make_parts
+from .qlearning import QConfig, QHyperparameters, make_parts
 
-HONOURED = frozenset({"learning_rate", "gamma", "num_envs", "start_epsilon", "end_epsilon", "exploration_fraction"})
-"""The doors-gym hyperparameters this arm reads; the others (networks, replay, targets) mean nothing to a table."""
+
 SEARCH_SPACE = (
     Range("learning_rate", 0.05, 1.0, log=True),
     Range("one_minus_gamma", 0.05, 0.5, log=True, hyperparameter="gamma", scale=ONE_MINUS),
@@ -45,7 +54,8 @@ SEARCH_SPACE = (
     Range("start_epsilon", 0.0, 0.5),
     Range("exploration_fraction", 0.05, 0.5),
 )
-"""The tuning coordinates, over :data:`HONOURED` (``end_epsilon`` stays at the preset's)."""
+"""The tuning coordinates, over :class:`QHyperparameters` (``end_epsilon`` and ``initial_value`` stay at the
+preset's)."""
 MAGIC = b"DOORSQT1"
 """How this arm's model files begin (then a NumPy ``.npz``: the table and the config)."""
 PRESETS = pathlib.Path(__file__).with_name("presets")
@@ -72,21 +82,6 @@ class QTableModel:
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions ``(batch,)`` int64 (ties: the lowest action, as in training)."""
         return np.argmax(self.q_values(obs), axis=-1).astype(np.int64)
-
-
-def qconfig(config: DQNConfig) -> QConfig:
-    """The tabular agent's settings from a doors-gym config (its :data:`HONOURED` fields and the budget)."""
-    hyper, run = config.hyperparameters, config.run
-    return QConfig(
-        learning_rate=hyper.learning_rate,
-        gamma=hyper.gamma,
-        start_epsilon=hyper.start_epsilon,
-        end_epsilon=hyper.end_epsilon,
-        exploration_fraction=hyper.exploration_fraction,
-        num_envs=hyper.num_envs,
-        total_steps=run.total_steps,
-        eval_every=run.eval_every or run.total_steps,
-    )
 
 
 class RollingWindow:
@@ -122,14 +117,15 @@ class RollingWindow:
         )
 
 
-def train(config: DQNConfig, trial: Any = None, arm: Arm | None = None) -> TrainResult:
+def train(config: Config, trial: Any = None, arm: Arm | None = None) -> TrainResult:
     """Trains ``config.run.num_seeds`` agents (seeds ``seed, seed + 1, ...``) together; figures per seed.
 
     Reports every greedy evaluation to ``trial`` (Optuna prunes through it) and stops once every agent is
     solved through the hold-out window when ``config.run.stop_when_solved``.
     """
     arm = arm or ARM
-    run, settings, params = config.run, qconfig(config), config.params
+    run, params = config.run, config.params
+    settings = QConfig.of(config.hyperparameters, run.total_steps, run.eval_every or run.total_steps)
     seeds = list(range(run.seed, run.seed + run.num_seeds))
     keys = jnp.stack([jax.random.key(seed) for seed in seeds])  # each agent computes what it computes alone
     parts = make_parts(settings, params)
@@ -191,7 +187,7 @@ def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
     pathlib.Path(path).write_bytes(MAGIC + buffer.getvalue())
 
 
-def load_model(path: str) -> tuple[str, QTableModel, DQNConfig]:
+def load_model(path: str) -> tuple[str, QTableModel, Config]:
     """``(arm name, model, config)`` of a file :func:`save_model` wrote; ``ValueError`` naming a file it did not."""
     data = pathlib.Path(path).read_bytes()
     if not data.startswith(MAGIC):
@@ -201,7 +197,7 @@ def load_model(path: str) -> tuple[str, QTableModel, DQNConfig]:
             table, values = archive["q_table"], json.loads(str(archive["meta"]))
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"{path!r} is a damaged qtable model file: {error}") from None
-    config = DQNConfig.from_dict(values["config"])
+    config = Config.from_dict(values["config"], QHyperparameters)
     return values["arm"], QTableModel(table[None], config.params), config
 
 
@@ -213,9 +209,9 @@ ARM = Arm(
     train,
     save_model,
     loader=load_model,
+    hyperparameters=QHyperparameters,
     seeds_in_one_run=True,
     steps_pure_functions=True,
-    honoured=HONOURED,
     presets={name: str(PRESETS / f"{name}.yml") for name in ("tuned", "quick")},
     search_space=SEARCH_SPACE,
     requirements=("doors-gym-qtable", "jax"),

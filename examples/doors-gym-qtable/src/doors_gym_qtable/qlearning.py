@@ -83,8 +83,8 @@ def _check_integer(name: str, value: Any, minimum: int) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class QConfig:
-    """Hyperparameters and budget of one tabular Q-learning agent, validated on construction.
+class QHyperparameters:
+    """The tabular agent's hyperparameters (what a preset sets and a study searches), validated on construction.
 
     Args:
         learning_rate: step size alpha, in ``(0, 1]``. Doors is deterministic, so 1 (the target replaces
@@ -99,12 +99,6 @@ class QConfig:
             agent tries each in turn; below what a good path is worth (up to ``1 / (1 - gamma)``), it then
             keeps to the path it found.
         num_envs: envs each agent steps per iteration, ``>= 1``.
-        total_steps: env steps per agent (summed over its envs), a multiple of ``num_envs``.
-        eval_every: env steps between greedy evaluations over every start/goal pair, a multiple of
-            ``num_envs`` that divides ``total_steps``; 0: one evaluation, at the end.
-
-    The defaults solve the default layout (greedy success >= 99 % over all 225 pairs) in about 25,000 env steps
-    (``benchmarks/time_to_solved.py``).
 
     Raises:
         ValueError: naming the field, the value and the allowed range.
@@ -117,8 +111,6 @@ class QConfig:
     exploration_fraction: float = 0.5
     initial_value: float = 2.0
     num_envs: int = 1
-    total_steps: int = 50_000
-    eval_every: int = 1_000
 
     def __post_init__(self) -> None:
         _check_number("learning_rate", self.learning_rate, 0.0, 1.0, "(]")
@@ -128,6 +120,30 @@ class QConfig:
         if not _is_real(self.initial_value) or not math.isfinite(self.initial_value):
             raise ValueError(f"initial_value={self.initial_value!r} is out of range: expected a finite number")
         _check_integer("num_envs", self.num_envs, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class QConfig(QHyperparameters):
+    """Hyperparameters (:class:`QHyperparameters`) and budget of one tabular Q-learning agent, validated on
+    construction.
+
+    Args:
+        total_steps: env steps per agent (summed over its envs), a multiple of ``num_envs``.
+        eval_every: env steps between greedy evaluations over every start/goal pair, a multiple of
+            ``num_envs`` that divides ``total_steps``; 0: one evaluation, at the end.
+
+    The defaults solve the default layout (greedy success >= 99 % over all 225 pairs) in about 25,000 env steps
+    (``benchmarks/time_to_solved.py``).
+
+    Raises:
+        ValueError: naming the field, the value and the allowed range.
+    """
+
+    total_steps: int = 50_000
+    eval_every: int = 1_000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         _check_integer("total_steps", self.total_steps, 1)
         _check_integer("eval_every", self.eval_every, 0)
         if self.total_steps % self.num_envs:
@@ -139,6 +155,11 @@ class QConfig:
                 f"eval_every={self.eval_every!r} is invalid: expected 0 or a multiple of num_envs={self.num_envs} "
                 f"that divides total_steps={self.total_steps}"
             )
+
+    @classmethod
+    def of(cls, hyperparameters: QHyperparameters, total_steps: int, eval_every: int) -> QConfig:
+        """``hyperparameters`` with a budget of ``total_steps`` env steps, evaluated every ``eval_every``."""
+        return cls(**dataclasses.asdict(hyperparameters), total_steps=total_steps, eval_every=eval_every)
 
     @property
     def num_iterations(self) -> int:
