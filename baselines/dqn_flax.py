@@ -257,7 +257,11 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
 
 
 def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
-    """``(arm, policy, config)`` of a Flax model file (of this arm or the fully jitted one); nothing is unpickled."""
+    """``(arm, policy, config)`` of a Flax model file (of this arm or the fully jitted one); nothing is unpickled.
+
+    Raises:
+        ValueError: the file is not a Flax model of doors-gym, or its weights do not fit its own config.
+    """
     with open(path, "rb") as handle:
         data = handle.read()
     try:

@@ -224,7 +224,11 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
 
 
 def load_model(path: str, device: str = "cpu") -> tuple[str, TorchLearner, DQNConfig]:
-    """``(arm, learner, config)`` of a file of :func:`save_model`, read with ``weights_only=True``."""
+    """``(arm, learner, config)`` of a file of :func:`save_model`, read with ``weights_only=True``.
+
+    Raises:
+        ValueError: the file is not a torch model of doors-gym, or its weights do not fit its own config.
+    """
     try:
         saved = torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # noqa: BLE001 - torch raises several types for damaged or foreign archives
