@@ -1,11 +1,11 @@
 """DQN in Flax and optax against ``Doors-v0`` or ``DoorsJax-v0``: jitted acting and updates, host loop.
 
-The arms ``flax-numpy`` and ``flax-jax``: ``doors-gym train --arm flax-jax`` or
-``python -m baselines.dqn_flax``. The file holds the algorithm: the network, the optimizer, the TD
-loss and learning step, the :class:`FlaxLearner` (update, acting, model file), ``train``,
-``load_model`` and the arms' records; the harness's host loop (:mod:`.harness`) drives the learner.
-It follows ``dqn_torch.py`` section by section, so the two diff cleanly. Its network, loss and model
-files are also the fully jitted arm's.
+The arms ``flax-numpy`` and ``flax-jax``: ``doors-gym train --arm flax-jax``. In ``dqn_torch.py``'s order,
+section by section, so the two diff cleanly: the network (:class:`QNetwork`), the optimizer, the TD loss
+and the pure learning step (:func:`learn`), the :class:`FlaxLearner` whose ``update`` jits that step,
+then ``train``, which hands the learner to the host loop shared by every host-loop arm
+(:func:`doors_gym_baselines.harness.loop.train`). Its network, loss, learning step and model files are
+also the fully jitted arm's (``dqn_flax_scan.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from doors_gym.core import NUM_ACTIONS
 
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
-from .cells import CELLS_DTYPE, HIDDEN, encode
+from .cells import CELLS_DTYPE, encode
 from .config import DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
@@ -63,11 +63,15 @@ class QNetwork(nn.Module):
         return nn.Dense(self.num_actions)(features)
 
 
-def cells_of_states(state: Any, width: int) -> jax.Array:
-    """The cells (:mod:`~doors_gym_baselines.cells`) of env states, read off them: ``(..., 2)`` int32."""
-    agent = state.agent_row * width + state.agent_col
-    goal = state.goal_row * width + state.goal_col
-    return jnp.stack([agent, jnp.where(agent == goal, HIDDEN, goal)], axis=-1)
+def epsilon_greedy(greedy: jax.Array, epsilon: jax.Array, explore_key: jax.Array, random_key: jax.Array) -> jax.Array:
+    """``(num_envs,)`` int32 actions: each env's ``greedy`` action, or with probability ``epsilon`` a uniform one.
+
+    The fully jitted arm's exploration, in the trace (the host loop explores with NumPy).
+    """
+    num_envs = greedy.shape[0]
+    random_actions = jax.random.randint(random_key, (num_envs,), 0, NUM_ACTIONS)
+    explore = jax.random.uniform(explore_key, (num_envs,)) < epsilon
+    return jnp.where(explore, random_actions, greedy).astype(jnp.int32)
 
 
 class LearnerState(NamedTuple):
@@ -253,7 +257,11 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
 
 
 def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
-    """``(arm, policy, config)`` of a Flax model file (of this arm or the fully jitted one); nothing is unpickled."""
+    """``(arm, policy, config)`` of a Flax model file (of this arm or the fully jitted one); nothing is unpickled.
+
+    Raises:
+        ValueError: the file is not a Flax model of doors-gym, or its weights do not fit its own config.
+    """
     with open(path, "rb") as handle:
         data = handle.read()
     try:

@@ -1,10 +1,11 @@
 """DQN in PyTorch against ``Doors-v0`` or ``DoorsJax-v0`` (CleanRL's ``dqn.py`` as the reference).
 
-The arms ``torch-numpy`` and ``torch-jax``: ``doors-gym train --arm torch-numpy`` or
-``python -m baselines.dqn_torch``. The file holds the algorithm: the network, the optimizer, the
-:class:`TorchLearner` (TD loss, update, acting, model file), ``train``, ``load_model`` and the arms'
-records; the harness's host loop (:mod:`.harness`) drives the learner. ``dqn_flax.py`` follows the
-same order, section by section.
+The arms ``torch-numpy`` and ``torch-jax``: ``doors-gym train --arm torch-numpy``. In CleanRL's order:
+the network (:class:`QNetwork`), the optimizer, the update (:meth:`TorchLearner.update`: TD loss,
+gradient step, target update), then ``train``, which hands the learner to the host loop shared by every
+host-loop arm (:func:`doors_gym_baselines.harness.loop.train`: act, step, store, sample, update,
+evaluate). ``dqn_flax.py`` follows the same order, section by section; ``dqn_torch_compile.py`` is this
+learner with its step and policy compiled.
 """
 
 from __future__ import annotations
@@ -82,10 +83,9 @@ class GridQNetwork(nn.Module):
 def make_optimizer(config: DQNConfig, parameters: Any, device: torch.device) -> torch.optim.Optimizer:
     """Adam or SGD at the config's learning rate, on torch's fused path (one kernel for every parameter).
 
-    Fused is torch's fastest optimizer path on a CPU as on a GPU (``benchmarks/update_cost.py``: one
-    update of the default network takes about a quarter less than with ``foreach``). A decaying rate
-    is a tensor that the schedule changes in place, so a compiled step reads it instead of recompiling
-    at every new value.
+    Fused is torch's fastest optimizer path (``benchmarks/update_cost.py`` compares it with the others).
+    A decaying rate is a 0-d float32 tensor on ``device`` that the schedule changes in place, so a
+    compiled step reads it instead of recompiling at every new value.
     """
     hyper = config.hyperparameters
     optimizer = torch.optim.Adam if hyper.optimizer == "adam" else torch.optim.SGD
@@ -224,7 +224,11 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
 
 
 def load_model(path: str, device: str = "cpu") -> tuple[str, TorchLearner, DQNConfig]:
-    """``(arm, learner, config)`` of a file of :func:`save_model`, read with ``weights_only=True``."""
+    """``(arm, learner, config)`` of a file of :func:`save_model`, read with ``weights_only=True``.
+
+    Raises:
+        ValueError: the file is not a torch model of doors-gym, or its weights do not fit its own config.
+    """
     try:
         saved = torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # noqa: BLE001 - torch raises several types for damaged or foreign archives

@@ -1,13 +1,11 @@
-"""DQN in PyTorch with ``torch.compile`` on the gradient step and on greedy action selection (LeanRL's manner).
+"""DQN in PyTorch with ``torch.compile`` (LeanRL's ``dqn_torchcompile.py`` as the reference).
 
-The arm ``torch-compile``: ``doors-gym train --arm torch-compile``. The same
-learner as ``dqn_torch.py`` (same network, loss, optimizer and host loop, so the
-same algorithm and metrics), with its two hot functions compiled as LeanRL's
-``dqn_torchcompile.py`` does: the whole update (forward, backward and the
-optimizer's step) in one graph, and the greedy policy with ``fullgraph=True``.
-Compilation happens before training, on stand-in batches of the real shapes, and
-is timed apart (the ``compile`` phase); the learner is then put back as it was.
-Threads follow the eager arm's policy (:func:`doors_gym_baselines.runtime.torch_threads`).
+The arm ``torch-compile``: ``doors-gym train --arm torch-compile``. The learner of ``dqn_torch.py``
+(same network, loss, optimizer and host loop, so the same algorithm and metrics) with LeanRL's opt-in
+lines: the whole gradient step (forward, backward and the optimizer's step) compiled as one graph, and
+the greedy policy compiled with ``fullgraph=True``. Compilation happens before training, on stand-in
+batches of the real shapes, and is timed apart (the ``compile`` phase); the learner is then put back as
+it was. Threads follow the eager arm's policy (:func:`doors_gym_baselines.runtime.torch_threads`).
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from .metrics import TrainResult
 from .runtime import torch_threads
 
 COMPILE_MODE = "default"
-"""torch.compile's mode for both functions: the faster of the CPU modes measured (``benchmarks/update_cost.py``)."""
+"""torch.compile's mode for both functions (``benchmarks/update_cost.py`` compares the modes on a CPU)."""
 
 
 class CompiledTorchLearner(TorchLearner):

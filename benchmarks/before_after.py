@@ -10,7 +10,7 @@ median), on the same fixed replay batch in each tree's own format (grids before 
 cells after). Both trees run at width 128 x 128, batch 128, as their own code sets threads (the torch
 arms' thread policy is part of what changed). The fully jitted arm is timed as its scan runs its update
 (sample and learn under ``jit(vmap)``, one seed, donated), less its sampling, as
-``dqn_flax_scan.split_scan_time`` splits it.
+``scan_profile.split_scan_time`` splits it.
 """
 
 from __future__ import annotations
@@ -65,12 +65,13 @@ PROBE = textwrap.dedent(
     if arm == "flax-scan":
         import jax, jax.numpy as jnp
         from doors_gym_baselines.dqn_flax_scan import make_train
-        parts = make_train(config)
+        from doors_gym_baselines.scan_profile import phase_functions
+        parts, pieces = make_train(config), phase_functions(config)
         keys = jax.vmap(jax.random.key)(jnp.arange(1))
         runner = jax.jit(jax.vmap(parts.init))(keys)
         sample_keys = jax.vmap(jax.random.key)(jnp.arange(1))
-        both = jax.jit(jax.vmap(lambda r, k: parts.pieces.learn(r, parts.pieces.sample(r.buffer, k))), donate_argnums=0)
-        sample = jax.jit(jax.vmap(parts.pieces.sample))
+        both = jax.jit(jax.vmap(lambda r, k: pieces.learn(r, pieces.sample(r.buffer, k))), donate_argnums=0)
+        sample = jax.jit(jax.vmap(pieces.sample))
         state = {"runner": runner}
         def step():
             state["runner"], loss = both(state["runner"], sample_keys)

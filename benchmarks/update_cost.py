@@ -109,12 +109,13 @@ def scan_stack(config: DQNConfig, batch: tuple) -> Callable[[float], float]:
     import jax.numpy as jnp
 
     from doors_gym_baselines.dqn_flax_scan import make_train
+    from doors_gym_baselines.scan_profile import phase_functions
 
     parts = make_train(config)
     keys = jax.vmap(jax.random.key)(jnp.arange(1))
     runner = jax.jit(jax.vmap(parts.init))(keys)
     stacked = jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], batch)
-    learn = jax.jit(jax.vmap(parts.pieces.learn), donate_argnums=0)
+    learn = jax.jit(jax.vmap(phase_functions(config).learn), donate_argnums=0)
     state = {"runner": runner}
 
     def step() -> object:

@@ -22,7 +22,7 @@ LAYERS = (
     ("evaluation", "arm"),
     ("harness",),
     ("api",),
-    ("dqn_torch", "dqn_torch_compile", "dqn_flax", "dqn_flax_scan"),
+    ("dqn_torch", "dqn_torch_compile", "dqn_flax", "dqn_flax_scan", "scan_driver", "scan_profile"),
     ("arms", "presets"),
     ("serving", "pyfunc_entry"),
     ("tracking",),

@@ -1,19 +1,18 @@
-"""The host loop every framework shares, behind the :class:`~.learner.Learner` protocol.
+"""The host loop of the torch and Flax arms: one loop for five arms, behind the small :class:`~.learner.Learner`
+protocol.
 
-The torch and Flax arms differ only in their network and gradient step, so the
-loop that drives them is written once: vector-env rollout with epsilon-greedy
-exploration, next-step autoreset masking, the replay buffer, episode figures,
-the evaluation cadence, pruning and the result. One loop also keeps the
-comparison fair: whatever differs between two host-loop arms is the framework,
-not the loop around it. (The fully jitted arm has its own loop inside
-``lax.scan``, which is its point.)
+We keep the loop shared rather than copying it into each learner file (CleanRL's choice): five arms run it,
+and whatever differs between two of them must be the framework, never a drifted copy of the loop. The
+loop is :func:`train`, top to bottom: epsilon-greedy acting, the env step, storing the transitions,
+sampling a batch and the learner's update, the evaluations, the result. A learner file brings its network
+and gradient step (:class:`~.learner.Learner`); the fully jitted arm has its own loop inside ``lax.scan``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -29,11 +28,29 @@ from ..metrics import HistoryRow, TrainResult
 from .learner import Learner
 from .progress import Progress
 from .replay import ReplayBuffer
+from .result import finish
 from .schedule import EvaluationSchedule, Reporter, prune
-from .timing import PhaseTimer, finish
 
 LOOP_PHASES = ("env_step", "action_selection", "replay_buffer", "update")
 """The phases the host loop times itself (evaluation and compile are timed where they happen)."""
+Result = TypeVar("Result")
+
+
+class PhaseTimer:
+    """Seconds per named phase, added up over the calls it times (two clock reads per call).
+
+    The loop calls its phases through :meth:`timed`, so the timing stays out of the algorithm.
+    """
+
+    def __init__(self, *phases: str) -> None:
+        self.seconds = dict.fromkeys(phases, 0.0)
+
+    def timed(self, phase: str, function: Callable[..., Result], *args: Any) -> Result:
+        """``function(*args)``, its seconds added to ``phase``."""
+        started = time.perf_counter()
+        result = function(*args)
+        self.seconds[phase] += time.perf_counter() - started
+        return result
 
 
 def make_envs(config: DQNConfig) -> gym.vector.VectorEnv:
@@ -52,7 +69,7 @@ def make_envs(config: DQNConfig) -> gym.vector.VectorEnv:
 
 
 class Rollout:
-    """The training envs under a learner's epsilon-greedy policy: acting, stepping, storing, episode figures.
+    """The training envs, the replay buffer and the episode figures under a learner's epsilon-greedy policy.
 
     The cells of each observation are found once (:func:`doors_gym_baselines.cells.encode`): the learner
     acts on them and the replay buffer stores them.
@@ -71,17 +88,6 @@ class Rollout:
         self.tracker.start(np.ones(self.num_envs, dtype=bool), info["distance"])
         self.previous_done = np.zeros(self.num_envs, dtype=bool)
 
-    def step(self, epsilon: float, timer: PhaseTimer) -> list[float]:
-        """One vector step, its phases timed; returns the returns of the episodes that ended on it."""
-        actions = timer.timed("action_selection", self.act, epsilon)
-        next_obs, rewards, terminated, truncated, info = timer.timed("env_step", self.envs.step, actions)
-        next_cells = timer.timed("replay_buffer", self.store, actions, next_obs, rewards, terminated)
-        finished = self.tracker.record(rewards, terminated, truncated, ~self.previous_done)
-        self.tracker.start(self.previous_done, info["distance"])
-        self.previous_done = terminated | truncated
-        self.cells = next_cells
-        return finished
-
     def act(self, epsilon: float) -> np.ndarray:
         """Epsilon-greedy actions ``(num_envs,)`` int64 for the current cells."""
         # A copy of our own to change (a JAX result is read-only).
@@ -91,16 +97,26 @@ class Rollout:
         return actions
 
     def store(
-        self, actions: np.ndarray, next_obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray
-    ) -> np.ndarray:
-        """Stores a step's transitions in the replay buffer; returns the next observations' cells.
+        self,
+        actions: np.ndarray,
+        next_obs: np.ndarray,
+        rewards: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        info: dict[str, Any],
+    ) -> list[float]:
+        """Stores a vector step's transitions and episode figures; returns the returns of the episodes it ended.
 
         Next-step autoreset: a step that follows an episode end is a reset, not a transition.
         """
         next_cells = cell_codes.encode(next_obs)  # once per observation: acting and the buffer share them
         valid = ~self.previous_done
         self.buffer.add(self.cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid])
-        return next_cells
+        finished = self.tracker.record(rewards, terminated, truncated, valid)
+        self.tracker.start(self.previous_done, info["distance"])
+        self.previous_done = terminated | truncated
+        self.cells = next_cells
+        return finished
 
     def close(self) -> None:
         """Closes the envs."""
@@ -179,7 +195,9 @@ def train(
     for iteration in range(config.num_iterations):
         global_step = (iteration + 1) * hyper.num_envs
         epsilon = config.epsilon(global_step)
-        finished = rollout.step(epsilon, timer)
+        actions = timer.timed("action_selection", rollout.act, epsilon)
+        next_obs, rewards, terminated, truncated, info = timer.timed("env_step", rollout.envs.step, actions)
+        finished = timer.timed("replay_buffer", rollout.store, actions, next_obs, rewards, terminated, truncated, info)
         if global_step > hyper.learning_starts and iteration % hyper.train_frequency == 0:
             batch = timer.timed("replay_buffer", rollout.buffer.sample, hyper.batch_size)
             # Bootstrap through truncation: only termination cuts the return (the learners' TD targets).

@@ -146,6 +146,32 @@ def test_flax_scan_vmapped_init_gives_each_seed_its_own_parameters(load_arm, tin
         assert not np.array_equal(kernel[0], kernel[1])
 
 
+def test_flax_scan_train_of_a_key_is_the_run_its_segments_make(load_arm):
+    """``make_train(config).train(key)`` (PureJaxRL's one scan) and ``init`` + ``run_chunk`` segments (the host
+    driver's) are two programs of the same iterations: the same updates, losses to float tolerance."""
+    jax = pytest.importorskip("jax")
+    dqn_flax_scan = load_arm("flax-scan")
+    config = DQNConfig.of(
+        total_steps=1_600, num_envs=8, learning_starts=400, batch_size=16, buffer_size=800, hidden_sizes=(16,),
+        eval_every=0, quiet=True,
+    )  # fmt: skip
+    parts = dqn_flax_scan.make_train(config)
+    assert config.num_iterations % parts.iterations_per_chunk == 0
+    whole_runner, whole = jax.jit(parts.train)(jax.random.key(7))
+    runner = jax.jit(parts.init)(jax.random.key(7))
+    chunk = jax.jit(parts.run_chunk)
+    segments = []
+    for first in range(0, config.num_iterations, parts.iterations_per_chunk):
+        runner, metrics = chunk(runner, np.int32(first))
+        segments.append(jax.tree.map(np.asarray, metrics))
+    learned = np.concatenate([metrics["learned"] for metrics in segments])
+    np.testing.assert_array_equal(np.asarray(whole["learned"]), learned)
+    assert learned.sum() == sum(1 for i in range(config.num_iterations) if (i + 1) * 8 > 400)
+    losses = np.concatenate([metrics["loss"] for metrics in segments])[learned]
+    np.testing.assert_allclose(np.asarray(whole["loss"])[learned], losses, rtol=1e-5)
+    assert int(whole_runner.learner.updates) == int(runner.learner.updates) == learned.sum()
+
+
 def test_cli_train_saves_the_model_and_prints_the_summary(tmp_path, capsys, load_arm):
     dqn_flax = load_arm("flax")
     model_path = tmp_path / "m.msgpack"

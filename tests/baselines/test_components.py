@@ -58,6 +58,34 @@ def test_replay_buffer_wraps_around_and_caps_its_size():
     assert len(set(sampled.tolist())) > 4
 
 
+@pytest.mark.parametrize("capacity", [8, 6])  # a multiple of the batch (one slice per write), and not
+def test_device_replay_buffer_is_a_ring_of_env_states_sampled_as_cells(capacity):
+    jax = pytest.importorskip("jax")
+    from doors_gym.jax import functional as F
+    from doors_gym_baselines.harness import device_replay
+
+    params = DoorsParams()
+    obs, states = F.batch_reset(jax.random.key(0), 4, params)
+    buffer = device_replay.empty_buffer(states, capacity)
+    for step in range(3):  # 12 transitions, 4 at a time, into the ring from slot 4 * step % capacity
+        actions = jax.numpy.arange(4 * step, 4 * step + 4)
+        done = actions % 2 == 1
+        buffer = device_replay.add(buffer, states, actions, actions * 1.0, states, done, (4 * step) % capacity)
+    assert int(buffer.size) == capacity
+    written = [4 * step + offset for step in range(3) for offset in range(4)]
+    ring = np.zeros(capacity, dtype=np.int64)
+    for slot, action in zip(np.arange(12) % capacity, written):
+        ring[slot] = action
+    np.testing.assert_array_equal(np.asarray(buffer.action), ring)
+    assert buffer.action.dtype == np.int32 and buffer.terminated.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(buffer.terminated), ring % 2)
+    cells, actions, rewards, next_cells, terminated = device_replay.sample(buffer, jax.random.key(1), 64, params.width)
+    assert cells.shape == next_cells.shape == (64, 2) and actions.shape == rewards.shape == terminated.shape == (64,)
+    assert set(np.asarray(actions).tolist()) <= set(ring.tolist())
+    expected = encode(np.asarray(obs))  # the grids' cells, found by search; env i's transitions hold action % 4 == i
+    np.testing.assert_array_equal(np.asarray(cells), expected[np.asarray(actions) % 4])
+
+
 def test_replay_buffer_sampling_is_seeded():
     first, second, other = (ReplayBuffer(capacity=64, seed=seed) for seed in (3, 3, 4))
     for buffer in (first, second, other):

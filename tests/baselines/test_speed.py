@@ -116,7 +116,7 @@ def test_seeds_spread_over_devices_compute_what_they_compute_alone(isa):
 
 def test_a_device_count_beyond_the_devices_names_the_range():
     pytest.importorskip("flax")
-    from doors_gym_baselines.dqn_flax_scan import SeedLayout, seed_devices
+    from doors_gym_baselines.scan_driver import SeedLayout, seed_devices
 
     with pytest.raises(ValueError, match=r"devices=99 is out of range: expected 1\.\."):
         seed_devices(99, 4)

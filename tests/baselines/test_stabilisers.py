@@ -164,11 +164,11 @@ class ArmUnderTest:
             self.learner.state = state
             return
         from doors_gym_baselines.dqn_flax_scan import make_train
+        from doors_gym_baselines.scan_profile import phase_functions
 
-        parts = make_train(config)
-        runner = parts.init(jax.random.key(0))
+        runner = make_train(config).init(jax.random.key(0))
         self.runner = runner._replace(learner=state)
-        self.learn = jax.jit(parts.pieces.learn)
+        self.learn = jax.jit(phase_functions(config).learn)
 
     def update(self, batch) -> float:
         if self.arm == "flax-scan":

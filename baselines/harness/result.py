@@ -1,35 +1,14 @@
-"""Where a run's time goes: the phase timer of the host loop, and the result with its timings."""
+"""The result of a run: its final evaluation, its learning curve and where its time went."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from ..arm import Arm
 from ..config import DQNConfig
 from ..evaluation import Evaluation
 from ..metrics import HistoryRow, Timings, TrainResult
-
-Result = TypeVar("Result")
-
-
-class PhaseTimer:
-    """Seconds per named phase, added up over the calls it times (two clock reads per call).
-
-    A loop calls its phases through :meth:`timed`, so the timing stays out of the algorithm: the
-    clock reads cost about 0.1 % of a vector step (see :class:`~doors_gym_baselines.metrics.Timings`).
-    """
-
-    def __init__(self, *phases: str) -> None:
-        self.seconds = dict.fromkeys(phases, 0.0)
-
-    def timed(self, phase: str, function: Callable[..., Result], *args: Any) -> Result:
-        """``function(*args)``, its seconds added to ``phase``."""
-        started = time.perf_counter()
-        result = function(*args)
-        self.seconds[phase] += time.perf_counter() - started
-        return result
 
 
 def finish(

@@ -1,0 +1,266 @@
+"""The fully jitted arm's host driver: its seeds laid out over the devices, trained in segments.
+
+:func:`train_seeds` compiles one program for every device (``shard_map`` of a ``vmap`` over one device's
+seeds), runs it segment by segment, and between segments reads the losses (pruning on a non-finite one),
+evaluates every seed's greedy policy on the host and keeps the learning curve; then it builds the result
+(with the scan's time split into phases by :mod:`.scan_profile` when the config asks for a profile).
+The algorithm it drives is ``make_train`` of :mod:`.dqn_flax_scan`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .api import Arm
+from .config import DQNConfig
+from .dqn_flax import FlaxPolicy, QNetwork
+from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
+from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
+from .metrics import HistoryRow, TrainResult
+from .scan_profile import split_scan_time
+
+
+def seed_devices(requested: int | None, num_seeds: int) -> list[jax.Device]:
+    """The devices seeds spread over: ``requested`` of them, else one per device up to the seeds.
+
+    On a CPU the devices are cores, as many as :func:`doors_gym_baselines.runtime.prepare_host_devices`
+    made before JAX started; on a GPU they are the GPUs.
+    """
+    available = jax.local_devices()
+    count = min(len(available), num_seeds) if requested is None else requested
+    if not 1 <= count <= len(available):
+        raise ValueError(
+            f"devices={requested!r} is out of range: expected 1..{len(available)} (this process has "
+            f"{len(available)} {available[0].platform} device(s))"
+        )
+    return available[:count]
+
+
+class SeedLayout(NamedTuple):
+    """How a run's seeds lie on its devices: the same number on each (the last device's spare slots train
+    copies of the last seed, whose results are dropped), so that one program serves every device."""
+
+    mesh: jax.sharding.Mesh
+    seeds: list[int]
+    per_device: int
+
+    @property
+    def slot_seeds(self) -> list[int]:
+        """The seed of every slot: the run's seeds, then copies of the last one."""
+        slots = self.per_device * self.mesh.size
+        return self.seeds + [self.seeds[-1]] * (slots - len(self.seeds))
+
+    def seeds_per_device(self) -> list[int]:
+        """How many of the run's own seeds each device trains."""
+        left = [len(self.seeds) - index * self.per_device for index in range(self.mesh.size)]
+        return [max(0, min(self.per_device, count)) for count in left]
+
+
+def seed_layout(requested: int | None, seeds: list[int]) -> SeedLayout:
+    """``seeds`` over :func:`seed_devices`, the same number on each device."""
+    devices = seed_devices(requested, len(seeds))
+    return SeedLayout(jax.sharding.Mesh(np.array(devices), ("seeds",)), seeds, -(-len(seeds) // len(devices)))
+
+
+def compile_run(parts: Any, layout: SeedLayout) -> tuple[Any, Callable]:
+    """``(runner, chunk)``: the initial runner, and the chunk traced and compiled once for every device.
+
+    Each is ``shard_map`` of the ``vmap`` over one device's seeds: every device runs the program a single
+    device would run for its seeds, all at once, and XLA compiles it once (not once per device).
+    """
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    seeds, shared = PartitionSpec("seeds"), PartitionSpec()
+    mesh = layout.mesh
+    keys = jax.device_put(jax.vmap(jax.random.key)(jnp.asarray(layout.slot_seeds)), NamedSharding(mesh, seeds))
+
+    def per_device(function: Callable, in_specs: Any, out_specs: Any) -> Callable:
+        # The chunk's loss is per seed only once learning starts: no check that values vary along the mesh.
+        return jax.shard_map(function, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+
+    init = jax.jit(per_device(jax.vmap(parts.init), seeds, seeds)).lower(keys).compile()
+    runner = init(keys)
+    chunk_function = per_device(jax.vmap(parts.run_chunk, in_axes=(0, None)), (seeds, shared), (seeds, seeds))
+    lowered = jax.jit(chunk_function, donate_argnums=0).lower(runner, jnp.int32(0))
+    return runner, lowered.compile()
+
+
+def on_host(tree: Any, count: int) -> Any:
+    """The first ``count`` seeds of a pytree stacked over seed slots, as NumPy arrays."""
+    return jax.tree.map(lambda leaf: np.asarray(leaf)[:count], tree)
+
+
+def train_seeds(
+    arm: Arm, make_train: Callable[[DQNConfig], Any], config: DQNConfig, trial: Reporter | None, jax_cache: str | None
+) -> TrainResult:
+    """Trains the seeds of ``arm.configure(config)`` with ``make_train``'s functions (see
+    :func:`doors_gym_baselines.dqn_flax_scan.make_train`), segment by segment, evaluating between segments.
+
+    ``jax_cache`` is the folder of JAX's compilation cache (None: none), recorded in the result's facts.
+    """
+    start = time.perf_counter()
+    config = arm.configure(config)
+    num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
+    seeds = CompiledSeeds(config, make_train(config), trial, start)
+    progress = Progress(
+        config.num_iterations * num_envs * num_seeds, f"{arm.name} x {num_seeds} seeds", config.run.quiet
+    )
+    schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
+    per_chunk = seeds.parts.iterations_per_chunk
+    first = 0
+    while first < config.num_iterations:
+        epsilon = seeds.run_chunk(first)
+        done_iterations = min(first + per_chunk, config.num_iterations)
+        global_step = done_iterations * num_envs
+        progress.update((done_iterations - first) * num_envs * num_seeds, rolling=seeds.rolling_reward(), eps=epsilon)
+        first += per_chunk
+        if schedule.should_stop(global_step, more_to_come=first < config.num_iterations):
+            break
+    progress.close()
+    last = schedule.final(global_step)
+    return seeds.result(arm, global_step, last, schedule.seconds, jax_cache)
+
+
+class CompiledSeeds:
+    """A run's seeds on their devices, trained chunk by chunk by one compiled program.
+
+    Between chunks the host reads the losses (pruning on a non-finite one), evaluates the seeds'
+    greedy policies and keeps the learning curve; ``scanning`` is the time spent in the chunks.
+    """
+
+    def __init__(self, config: DQNConfig, parts: Any, trial: Reporter | None, start: float) -> None:
+        run = config.run
+        self.config, self.trial, self.start = config, trial, start
+        self.parts = parts
+        self.seeds = [run.seed + index for index in range(run.num_seeds)]
+        self.layout = seed_layout(run.devices, self.seeds)
+        self.runner, self.chunk = compile_run(self.parts, self.layout)
+        self.compile_seconds = time.perf_counter() - start
+        self.history: list[HistoryRow] = []
+        self.losses: list[float] = []
+        self.scanning = 0.0
+        self.iterations = 0
+
+    def run_chunk(self, first: int) -> float:
+        """Runs the chunk that starts at iteration ``first`` and keeps its losses; returns its last epsilon."""
+        num_envs, per_chunk = self.config.hyperparameters.num_envs, self.parts.iterations_per_chunk
+        started = time.perf_counter()
+        self.runner, metrics = self.chunk(self.runner, np.int32(first))
+        metrics = on_host(metrics, len(self.seeds))  # waits for the chunk
+        self.scanning += time.perf_counter() - started
+        learned = metrics["learned"][0]  # the same iterations learn in every seed
+        chunk_losses = metrics["loss"][:, learned]
+        if not np.isfinite(chunk_losses).all():
+            prune(self.trial, f"non-finite loss before step {(first + per_chunk) * num_envs}")
+        self.losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
+        self.iterations += per_chunk
+        return float(metrics["epsilon"][0, -1])
+
+    def rolling_reward(self) -> float:
+        """The seeds' mean rolling reward (NaN before any episode has ended)."""
+        rolling = [
+            figures.rolling_reward for figures in rolling_figures(on_host(self.runner.episodes, len(self.seeds)))
+        ]
+        return float(np.nanmean(rolling)) if not np.isnan(rolling).all() else float("nan")
+
+    def evaluate(self, step: int) -> tuple[Evaluation, HistoryRow]:
+        """Every seed's greedy evaluation (their mean) and the history row at env step ``step``."""
+        num_seeds = len(self.seeds)
+        params = on_host(self.runner.learner.params, num_seeds)
+        policies = [seed_policy(self.parts.network, params, index) for index in range(num_seeds)]
+        evaluations = [evaluate_greedy(policy.act, self.config.params) for policy in policies]
+        training = rolling_figures(on_host(self.runner.episodes, num_seeds))
+        row = history_row(step, self.start, self.config.epsilon(step), self.losses, evaluations, training, self.seeds)
+        return Evaluation.mean(evaluations), row
+
+    def result(
+        self,
+        arm: Arm,
+        global_step: int,
+        last: tuple[Evaluation, HistoryRow],
+        evaluation_seconds: float,
+        jax_cache: str | None,
+    ) -> TrainResult:
+        """The run's result, its scan time split into phases when the config asks for a profile."""
+        num_seeds, layout = len(self.seeds), self.layout
+        updates = int(on_host(self.runner.learner.updates, num_seeds).sum())
+        wall_seconds = time.perf_counter() - self.start  # the profile below is not part of the training
+        phases = {"compile": self.compile_seconds, "evaluation": evaluation_seconds}
+        method = "the scan's time, split as its compiled pieces take it when run apart"
+        model = ScanModel(self.parts.network, on_host(self.runner.learner.params, num_seeds))
+        if self.config.run.profile:
+            first_device = layout.mesh.devices.flat[0]
+            device_runner = jax.tree.map(
+                lambda leaf: jax.device_put(leaf[: layout.per_device], first_device), self.runner
+            )
+            phases.update(
+                split_scan_time(self.config, device_runner, self.scanning, self.iterations, updates // num_seeds)
+            )
+        else:
+            method = "profile off: the scan's time is in other"
+        facts = {
+            "jax_version": jax.__version__,
+            "devices": [str(device) for device in layout.mesh.devices.flat],
+            "seeds_per_device": layout.seeds_per_device(),
+            "jax_cache": jax_cache,
+        }
+        figures = {"env_steps": global_step * num_seeds, "updates": updates, "model": model, "losses": self.losses}
+        history = self.history
+        return finish(arm, self.config, self.start, history, last, phases, method, wall_seconds, facts=facts, **figures)
+
+
+def rolling_figures(episodes: Any) -> list[TrainingFigures]:
+    """Each seed's rolling figures over its ring (NaN while no episode has ended)."""
+    count = np.minimum(np.asarray(episodes.count), episodes.returns.shape[-1])
+    filled = np.arange(episodes.returns.shape[-1])[None, :] < count[:, None]
+    returns, lengths = np.asarray(episodes.returns), np.asarray(episodes.lengths)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        columns = {
+            "rolling_reward": (returns * filled).sum(1) / (lengths * filled).sum(1),
+            "train_success_rate": (np.asarray(episodes.success) * filled).sum(1) / count,
+            "train_normalised_return": (np.asarray(episodes.normalised) * filled).sum(1) / count,
+            "train_episode_return": (returns * filled).sum(1) / count,
+            "train_episode_length": (lengths * filled).sum(1) / count,
+        }
+    return [TrainingFigures(**{name: float(values[i]) for name, values in columns.items()}) for i in range(len(count))]
+
+
+def seed_policy(network: QNetwork, stacked_params: Any, seed_index: int) -> FlaxPolicy:
+    """One seed's greedy policy, from parameters stacked over seeds (for host-side evaluation and files)."""
+    return FlaxPolicy(network, jax.tree.map(lambda leaf: leaf[seed_index], stacked_params))
+
+
+class ScanModel:
+    """The trained networks of every seed of a run: ``policy(i)`` is seed ``i``'s; ``act`` is seed 0's."""
+
+    def __init__(self, network: QNetwork, stacked_params: Any) -> None:
+        self.network = network
+        self.params = stacked_params
+
+    def policy(self, seed_index: int) -> FlaxPolicy:
+        """Seed ``seed_index``'s greedy policy."""
+        return seed_policy(self.network, self.params, seed_index)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Greedy actions of the first seed."""
+        return self.policy(0).act(obs)
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """Q-values of the first seed."""
+        return self.policy(0).q_values(obs)
+
+
+def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
+    """Writes one seed's parameters in the Flax model format (``dqn_flax.load_model`` and ``enjoy`` read it)."""
+    num_seeds = result.config.run.num_seeds
+    if not 0 <= seed_index < num_seeds:
+        raise ValueError(f"seed_index={seed_index} is out of range: expected 0..{num_seeds - 1}")
+    result.model.policy(seed_index).save(path, result.arm, result.config)
+
+
