@@ -13,8 +13,9 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
-jax = pytest.importorskip("jax")
+jax = needs("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import doors_gym  # noqa: E402, F401  (registers the ids)
@@ -257,7 +258,7 @@ def test_make_vec_parity_with_autoresets():
 @pytest.mark.parametrize("layout", [{}, {"grid_size": (9, 21), "n_doors": 4}], ids=layout_id)
 def test_start_distributions_agree(layout):
     """Agent and goal columns of many starts: same distribution in both backends."""
-    stats = pytest.importorskip("scipy.stats")
+    stats = needs("scipy.stats")
     num_starts = 20_000
     env = DoorsEnv(**layout)
     params = env.params

@@ -3,6 +3,7 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym import rendering
 from doors_gym.envs.doors import DoorsEnv
@@ -103,7 +104,7 @@ def test_ansi_text_after_termination_has_no_goal():
 
 
 def test_human_mode_renders_through_reset_and_step_and_closes_twice():
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     env = gym.make("Doors-v0", render_mode="human", cell_pixels=4)
     env.reset(seed=0)
     assert pygame.display.get_init()
@@ -121,7 +122,7 @@ def test_human_mode_renders_through_reset_and_step_and_closes_twice():
 
 
 def test_human_window_shows_the_frame():
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     env = DoorsEnv(render_mode="human", cell_pixels=2)
     try:
         env.reset(seed=0, options={"agent_pos": AGENT_POS, "goal_pos": GOAL_POS})
@@ -133,7 +134,7 @@ def test_human_window_shows_the_frame():
 
 
 def test_rgb_array_rendering_never_opens_a_window():
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     env = gym.make("Doors-v0", render_mode="rgb_array")
     env.reset(seed=0)
     for _ in range(3):
@@ -145,7 +146,7 @@ def test_rgb_array_rendering_never_opens_a_window():
 
 
 def test_record_video_writes_an_mp4(tmp_path):
-    pytest.importorskip("moviepy")
+    needs("moviepy")
     env = gym.wrappers.RecordVideo(
         gym.make("Doors-v0", render_mode="rgb_array"),
         video_folder=str(tmp_path / "videos"),
