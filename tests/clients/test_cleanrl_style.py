@@ -13,9 +13,10 @@ import random
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("stable_baselines3")
+torch = needs("torch")
+needs("stable_baselines3")
 from stable_baselines3.common.buffers import ReplayBuffer  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -55,7 +56,7 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int) -> floa
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_cleanrl_dqn_loop_runs_and_its_bookkeeping_adds_up(env_id):
     if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     seed, num_envs, total_timesteps, learning_starts = 1, 4, 2_500, 500
     random.seed(seed)
     np.random.seed(seed)
