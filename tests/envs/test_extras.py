@@ -93,32 +93,6 @@ env.close()
     assert result.stdout == "human (225,) 5\n"
 
 
-@pytest.mark.parametrize("env_id", ["Doors-v0", "DoorsJax-v0"])
-def test_the_first_human_render_without_a_display_says_so_in_one_line(env_id):
-    needs("pygame")
-    if env_id == "DoorsJax-v0":
-        needs("jax")
-    result = run_python(
-        f"""
-        import gymnasium as gym, doors_gym
-        from doors_gym.extras import NoDisplay
-        env = gym.make({env_id!r}, render_mode="human")
-        for call in (lambda: env.reset(seed=0), env.render):  # reset renders in human mode, as CartPole's does
-            try:
-                call()
-            except NoDisplay as error:
-                print(error)
-        """,
-        env=headless_env(),
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert len(lines) == 2 and lines[0] == lines[1]
-    assert lines[0].startswith("render_mode='human' opens a window, but no display was found")
-    for way_out in ("render_mode='rgb_array'", "'ansi'", "doors-gym render --out", "SDL_VIDEODRIVER=dummy"):
-        assert way_out in lines[0]
-
-
 def test_play_without_a_display_exits_with_one_line():
     needs("pygame")
     result = run_python("import sys; from doors_gym.cli import main; sys.exit(main(['play']))", env=headless_env())
