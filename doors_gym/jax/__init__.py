@@ -28,6 +28,8 @@ from doors_gym.jax.functional import (  # noqa: E402
     batch_reset,
     batch_step,
     checked_step,
+    draw_doors,
+    draw_initial,
     env_step,
     initial,
     observation,
@@ -35,6 +37,7 @@ from doors_gym.jax.functional import (  # noqa: E402
     rollout,
     step,
     step_from_draw,
+    step_from_initial,
     transition_parts,
     where_state,
 )
@@ -51,6 +54,8 @@ __all__ = [
     "batch_reset",
     "batch_step",
     "checked_step",
+    "draw_doors",
+    "draw_initial",
     "env_step",
     "initial",
     "observation",
@@ -58,6 +63,7 @@ __all__ = [
     "rollout",
     "step",
     "step_from_draw",
+    "step_from_initial",
     "transition_parts",
     "where_state",
 ]

@@ -143,7 +143,7 @@ class DoorsGymnax:
             raise ValueError(f"final_observation={final_observation!r} is invalid: expected True, False or None")
         self.step_api = step_api
         self.final_observation = final_observation
-        self._default_params = make_params(**keywords, default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
+        self._default_params = make_params(**keywords, default_limit=core.DEFAULT_TIME_LIMIT)
 
     @property
     def default_params(self) -> DoorsParams:
@@ -212,6 +212,8 @@ class DoorsGymnax:
             return box(0, core.NUM_CELL_TYPES - 1, (params.num_cells,), core.OBS_DTYPE)
         if mode == "onehot":
             return box(0, 1, (params.height, params.width, core.NUM_CELL_TYPES), core.ONEHOT_DTYPE)
+        if mode == "flat":
+            return box(0.0, 1.0, (params.num_cells * core.NUM_CELL_TYPES,), core.FLAT_DTYPE)
         if mode == "rgb":
             shape = (params.height * params.cell_pixels, params.width * params.cell_pixels, 3)
             return box(0, 255, shape, pixels.RGB_DTYPE)
