@@ -20,19 +20,26 @@ from doors_gym.core import OBS_MODES
 from doors_gym.extras import GymnasiumTooOld, require_gymnasium_1
 
 GYMNASIUM_1 = int(gym.__version__.split(".")[0]) >= 1
-NUMPY_IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("Doors") and "Jax" not in env_id)
-"""Every registered id of the NumPy env (levels and observation variants included)."""
+NUMPY_FLAT_IDS = tuple(env_id for env_id in doors_gym.FLAT_ENV_IDS if not env_id.startswith("DoorsJax"))
+CASES = [
+    pytest.param(env_id, {"obs_mode": mode}, id=f"{env_id}-{mode}")
+    for env_id in doors_gym.NUMPY_ENV_IDS
+    for mode in OBS_MODES
+    # Coordinates carry no layout: with random doors they are refused (test_levels.py).
+    if not (mode == "coords" and gym.spec(env_id).kwargs.get("doors") == "random")
+] + [pytest.param(env_id, {}, id=env_id) for env_id in NUMPY_FLAT_IDS]
+"""Every level's id in every observation mode it allows, and the flat ids as registered."""
 NUM_ENVS = 3
 
 
-def test_the_numpy_ids_are_registered():
-    assert "Doors-v0" in NUMPY_IDS and set(doors_gym.ENV_IDS) <= set(gym.registry)
+def test_every_numpy_id_is_registered_and_covered():
+    assert {case.values[0] for case in CASES} == set(doors_gym.NUMPY_ENV_IDS + NUMPY_FLAT_IDS) <= set(gym.registry)
+    assert "Doors-v0" in doors_gym.NUMPY_ENV_IDS and "Doors-Flat-v0" in NUMPY_FLAT_IDS
 
 
-@pytest.mark.parametrize("env_id", NUMPY_IDS)
-@pytest.mark.parametrize("obs_mode", OBS_MODES)
-def test_every_id_and_observation_mode_passes_check_env(env_id, obs_mode):
-    env = gym.make(env_id, obs_mode=obs_mode, cell_pixels=2)
+@pytest.mark.parametrize(("env_id", "keywords"), CASES)
+def test_every_id_and_observation_mode_passes_check_env(env_id, keywords):
+    env = gym.make(env_id, cell_pixels=2, **keywords)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env.unwrapped)
@@ -53,11 +60,10 @@ def episode_returns(infos: dict) -> list[float]:
     return [float(np.asarray(info["episode"]["r"]).item()) for info in finished]
 
 
-@pytest.mark.parametrize("env_id", NUMPY_IDS)
-@pytest.mark.parametrize("obs_mode", OBS_MODES)
-def test_sync_vector_env_records_episode_statistics(env_id, obs_mode):
+@pytest.mark.parametrize(("env_id", "keywords"), CASES)
+def test_sync_vector_env_records_episode_statistics(env_id, keywords):
     def make():
-        return gym.wrappers.RecordEpisodeStatistics(gym.make(env_id, obs_mode=obs_mode, max_episode_steps=10))
+        return gym.wrappers.RecordEpisodeStatistics(gym.make(env_id, max_episode_steps=10, **keywords))
 
     envs = gym.vector.SyncVectorEnv([make for _ in range(NUM_ENVS)])
     envs.action_space.seed(0)

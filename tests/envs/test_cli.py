@@ -192,7 +192,7 @@ def test_play_steps_on_key_presses_and_quits_on_window_close(monkeypatch, capsys
 @pytest.mark.parametrize("env", ["Doors-v0", "DoorsJax-v0"])
 def test_render_a_level_by_name_at_its_time_limit_and_cell_size(tmp_path, capsys, env):
     if env == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     out = tmp_path / "level.gif"
     argv = ["render", "--level", "31x31", "--env", env, "--policy", "random", "--out", str(out), "--seed", "1"]
     assert cli.main(argv) == 0
