@@ -62,8 +62,13 @@ def scan_rollout(env: Any, params: Any, key: jax.Array) -> tuple[Any, ...]:
     return jax.lax.scan(body, (obs, state, loop_key), None, length=NUM_STEPS)[1]
 
 
-def test_gymnax1_log_and_flatten_wrappers():
-    env = wrappers.LogWrapper(wrappers.FlattenObservationWrapper(DoorsGymnax(obs_mode="onehot", max_episode_steps=20)))
+@pytest.mark.parametrize(
+    "keywords",
+    [{"obs_mode": "onehot"}, {"obs_mode": "flat", "n_doors": 3, "doors": "random"}],
+    ids=["onehot", "flat-random-doors"],
+)
+def test_gymnax1_log_and_flatten_wrappers(keywords):
+    env = wrappers.LogWrapper(wrappers.FlattenObservationWrapper(DoorsGymnax(max_episode_steps=20, **keywords)))
     params = env.default_params
     assert env.observation_space(params).shape == (900,)
     obs, rewards, terminated, truncated, info = jax.jit(scan_rollout, static_argnums=(0, 1))(
