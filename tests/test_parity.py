@@ -13,8 +13,9 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
-jax = pytest.importorskip("jax")
+jax = needs("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import doors_gym  # noqa: E402, F401  (registers the ids)
@@ -258,7 +259,7 @@ def test_make_vec_parity_with_autoresets():
 @pytest.mark.parametrize("layout", [{}, {"grid_size": (9, 21), "n_doors": 4}], ids=layout_id)
 def test_start_distributions_agree(layout):
     """Agent and goal columns of many starts: same distribution in both backends."""
-    stats = pytest.importorskip("scipy.stats")
+    stats = needs("scipy.stats")
     num_starts = 20_000
     env = DoorsEnv(**layout)
     params = env.params
@@ -544,7 +545,7 @@ def start_statistics(starts: DoorsState, params: DoorsParams) -> dict[str, np.nd
 
 def chi_square_same(first: np.ndarray, second: np.ndarray) -> float:
     """p-value of a chi-square test that two samples of integers come from one distribution."""
-    stats = pytest.importorskip("scipy.stats")
+    stats = needs("scipy.stats")
     values, codes = np.unique(np.concatenate([first, second]), return_inverse=True)
     counts = [np.bincount(part, minlength=len(values)) for part in (codes[: len(first)], codes[len(first) :])]
     table = np.stack(counts)
@@ -555,7 +556,7 @@ def chi_square_same(first: np.ndarray, second: np.ndarray) -> float:
 def test_level_start_distributions_agree(level):
     """Starts of the native vector env (NumPy generators) and of JAX's ``batch_reset`` and ``reset``: agent column,
     goal column and each wall's door set follow one distribution (chi-square at ``FALSE_ALARM``)."""
-    stats = pytest.importorskip("scipy.stats")
+    stats = needs("scipy.stats")
     envs = gym.make_vec(level.env_id, START_SAMPLES)
     params = envs.unwrapped.params
     envs.reset(seed=77)

@@ -9,13 +9,18 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
-from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 from typing_extensions import Unpack
+
+try:
+    from gymnasium.vector import AutoresetMode
+except ImportError:  # Gymnasium 0.29: DoorsVectorEnv refuses to build, in one line (require_gymnasium_1)
+    AutoresetMode = None
 
 from doors_gym import core
 from doors_gym.core import DoorsParams, DoorsState
 from doors_gym.envs.kernel import advance, draw, step_limit
+from doors_gym.extras import require_gymnasium_1
 from doors_gym.shell import VectorEnvShell, require_reset
 from doors_gym.spaces import (
     EnvKeywords,
@@ -59,10 +64,11 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
     metadata = {
         "render_modes": list(VECTOR_RENDER_MODES),
         "render_fps": 8,
-        "autoreset_mode": AutoresetMode.NEXT_STEP,
+        "autoreset_mode": AutoresetMode and AutoresetMode.NEXT_STEP,
     }
 
     def __init__(self, num_envs: int, render_mode: str | None = None, **keywords: Unpack[EnvKeywords]) -> None:
+        require_gymnasium_1("the native vector env of Doors-v0 (its autoreset modes)")
         self.num_envs = check_num_envs(num_envs)
         self.params: DoorsParams = make_params(**keywords, default_limit=core.DEFAULT_TIME_LIMIT)
         self._check_render_mode(render_mode)

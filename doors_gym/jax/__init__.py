@@ -17,9 +17,10 @@
 ((225,), 'int16', 'float32')
 """
 
-from doors_gym.extras import require
+from doors_gym.extras import require, require_gymnasium_1
 
 require("jax", "DoorsJax-v0 (doors_gym.jax)")
+require_gymnasium_1("DoorsJax-v0 (doors_gym.jax: the FuncEnv, the JAX shells, DoorsGymnax)")
 
 from doors_gym.core import DoorsParams, DoorsState  # noqa: E402
 from doors_gym.jax.functional import (  # noqa: E402

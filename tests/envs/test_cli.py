@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from stacks import needs
 
 from doors_gym import cli, core, rendering
 
@@ -50,7 +51,7 @@ def test_render_to_gif_with_a_custom_layout(tmp_path, capsys):
 
 
 def test_render_with_the_jax_env(tmp_path, capsys):
-    pytest.importorskip("jax")
+    needs("jax")
     out = tmp_path / "jax.mp4"
     argv = ["render", "--env", "DoorsJax-v0", "--policy", "random", "--max-episode-steps", "8", "--out", str(out)]
     assert cli.main(argv) == 0
@@ -141,7 +142,7 @@ def test_python_dash_m_help_in_a_subprocess():
 
 
 def test_keys_to_action_maps_arrows_wasd_and_space():
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     mapping = cli.keys_to_action()
     expected = {
         (pygame.K_RIGHT,): core.RIGHT,
@@ -160,7 +161,7 @@ def test_keys_to_action_maps_arrows_wasd_and_space():
 
 
 def test_play_steps_on_key_presses_and_quits_on_window_close(monkeypatch, capsys):
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     import gymnasium as gym
 
     actions_taken = []
@@ -191,7 +192,7 @@ def test_play_steps_on_key_presses_and_quits_on_window_close(monkeypatch, capsys
 @pytest.mark.parametrize("env", ["Doors-v0", "DoorsJax-v0"])
 def test_render_a_level_by_name_at_its_time_limit_and_cell_size(tmp_path, capsys, env):
     if env == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     out = tmp_path / "level.gif"
     argv = ["render", "--level", "31x31", "--env", env, "--policy", "random", "--out", str(out), "--seed", "1"]
     assert cli.main(argv) == 0

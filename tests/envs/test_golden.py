@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from stacks import needs
 
 import golden
 
@@ -25,7 +26,7 @@ def test_numpy_envs_replay_the_recorded_transitions(recorded, part):
 
 
 def test_jax_envs_replay_the_recorded_transitions(recorded):
-    pytest.importorskip("jax")
+    needs("jax")
     fresh = {
         **{f"jax_single/{k}": v for k, v in golden.record_single("DoorsJax-v0").items()},
         **{f"jax_vector/{k}": v for k, v in golden.record_vector("DoorsJax-v0").items()},

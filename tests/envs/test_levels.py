@@ -8,6 +8,7 @@ import pickle
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 from gymnasium.utils.env_checker import check_env
 
 import doors_gym
@@ -27,7 +28,7 @@ ALL_IDS = [*doors_gym.NUMPY_ENV_IDS, *doors_gym.JAX_ENV_IDS, *doors_gym.FLAT_ENV
 
 def skip_without_jax(env_id: str) -> None:
     if env_id.startswith("DoorsJax"):
-        pytest.importorskip("jax")
+        needs("jax")
 
 
 def flat_ids(level) -> tuple[str, str]:
@@ -142,7 +143,7 @@ def test_render_modes_at_every_size(env_id):
 
 @pytest.mark.parametrize("suffix", [".mp4", ".gif"])
 def test_video_of_the_largest_level(tmp_path, suffix):
-    pytest.importorskip("cv2")
+    needs("cv2")
     from doors_gym.rendering import read_video_frame_count, write_video
 
     env = gym.make("Doors-63x63-v0", render_mode="rgb_array", cell_pixels=3)  # odd sides: 189 x 189

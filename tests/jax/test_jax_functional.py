@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from stacks import needs
 
-jax = pytest.importorskip("jax")
+jax = needs("jax")
 import jax.numpy as jnp  # noqa: E402
 
 from doors_gym import pixels  # noqa: E402

@@ -9,11 +9,12 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
 
-jax = pytest.importorskip("jax")
+jax = needs("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import doors_gym  # noqa: E402, F401  (registers the ids)
