@@ -1,5 +1,6 @@
 """The shortest-path oracle: its figures on the default layout and its paths against an independent search."""
 
+import collections
 import math
 
 import numpy as np
@@ -7,7 +8,17 @@ import pytest
 
 from doors_gym.core import AGENT, GOAL, STAY, DoorsParams
 from doors_gym.envs.doors import DoorsEnv
-from doors_gym.oracle import UNREACHABLE, OraclePolicy, evaluate_oracle, greedy_actions, path_lengths
+from doors_gym.oracle import (
+    UNREACHABLE,
+    OraclePolicy,
+    distance_field,
+    evaluate_oracle,
+    greedy_actions,
+    optimal_action,
+    optimal_steps,
+    optimality_gap,
+    path_lengths,
+)
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +175,122 @@ def test_oracle_policy_stays_when_no_goal_is_visible_and_rejects_wrong_shapes():
     assert policy(obs) == STAY
     with pytest.raises(ValueError, match="225"):
         policy(np.zeros(100, dtype=np.int8))
+
+
+# --- the search on any wall mask, NumPy and JAX -----------------------------------------------------------------
+
+
+def mask_search(walls: np.ndarray, goal: tuple[int, int]) -> np.ndarray:
+    """A plain queue BFS over the open cells of ``walls`` (4 neighbours inside the grid): the reference."""
+    height, width = walls.shape
+    lengths = np.full((height, width), UNREACHABLE, dtype=np.int64)
+    if walls[goal]:
+        return lengths
+    lengths[goal] = 0
+    queue = collections.deque([goal])
+    while queue:
+        row, col = queue.popleft()
+        for d_row, d_col in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            nxt = (row + d_row, col + d_col)
+            if 0 <= nxt[0] < height and 0 <= nxt[1] < width and not walls[nxt] and lengths[nxt] == UNREACHABLE:
+                lengths[nxt] = lengths[row, col] + 1
+                queue.append(nxt)
+    return lengths
+
+
+def mask_move(walls: np.ndarray, cell: tuple[int, int], action: int) -> tuple[int, int]:
+    """SPEC's move rule on a wall mask, in plain Python: clip to the grid, stay if the target is a wall."""
+    d_row, d_col = {0: (0, 0), 1: (0, 1), 2: (1, 0), 3: (0, -1), 4: (-1, 0)}[action]
+    target = (min(max(cell[0] + d_row, 0), walls.shape[0] - 1), min(max(cell[1] + d_col, 0), walls.shape[1] - 1))
+    return cell if walls[target] else target
+
+
+def random_masks(seed: int, count: int, shape: tuple[int, int], density: float) -> np.ndarray:
+    """Scattered walls (closed pockets included), not only wall rows: the search knows nothing of levels."""
+    return np.random.default_rng(seed).random((count, *shape)) < density
+
+
+@pytest.mark.parametrize("shape", [(7, 9), (1, 6), (5, 1), (12, 4)], ids=["7x9", "1x6", "5x1", "12x4"])
+def test_distance_field_matches_a_queue_search_on_random_masks(shape):
+    masks = random_masks(1, 12, shape, 0.3)
+    rng = np.random.default_rng(2)
+    goals = [(int(rng.integers(shape[0])), int(rng.integers(shape[1]))) for _ in masks]
+    batched = distance_field(masks, np.array([g[0] for g in goals]), np.array([g[1] for g in goals]))
+    assert batched.shape == masks.shape
+    assert batched.dtype == np.int32
+    for walls, goal, field in zip(masks, goals, batched):
+        np.testing.assert_array_equal(field, mask_search(walls, goal))
+        np.testing.assert_array_equal(distance_field(walls, *goal), field)
+
+
+def test_distance_field_broadcasts_one_layout_over_many_goals():
+    walls = random_masks(3, 1, (6, 8), 0.25)[0]
+    cols = np.arange(8)
+    fields = distance_field(walls, 0, cols)
+    assert fields.shape == (8, 6, 8)
+    for col in cols:
+        np.testing.assert_array_equal(fields[col], mask_search(walls, (0, int(col))))
+
+
+def test_optimal_action_walks_a_shortest_path_to_every_goal():
+    """Following the oracle from every open cell reaches the goal in exactly the searched distance."""
+    for walls in random_masks(4, 6, (6, 7), 0.25):
+        goal = tuple(int(v) for v in np.argwhere(~walls)[0])
+        field = distance_field(walls, *goal)
+        for start in map(tuple, np.argwhere(field < UNREACHABLE)):
+            cell, steps = start, 0
+            while cell != goal and steps <= walls.size:
+                cell = mask_move(walls, cell, int(optimal_action(walls, field, *cell, *goal)))
+                steps += 1
+            assert cell == goal
+            assert steps == field[start]
+        cut_off = np.argwhere(field == UNREACHABLE)
+        if len(cut_off):
+            actions = optimal_action(walls, field, cut_off[:, 0], cut_off[:, 1], goal[0], goal[1])
+            assert (actions == STAY).all()
+
+
+def test_optimal_steps_and_optimality_gap():
+    walls = DoorsParams().layout == 2
+    steps = optimal_steps(walls, np.array([14, 14, 0]), np.array([3, 0, 4]), np.array([0, 0, 0]), np.array([11, 0, 4]))
+    np.testing.assert_array_equal(steps, [mask_search(walls, (0, 11))[14, 3], 14, 0])
+    gap = optimality_gap(np.array([20, 20, 20, 0]), np.array([20, 25, 60, 0]), np.array([True, True, False, True]))
+    assert gap.dtype == np.float32
+    np.testing.assert_allclose(gap, [0.0, 1 - 20 / 25, 1.0, 0.0])
+
+
+@pytest.fixture(scope="module")
+def jnp():
+    pytest.importorskip("jax")
+    import jax.numpy
+
+    return jax.numpy
+
+
+def test_jax_search_and_action_agree_with_numpy_under_jit_and_vmap(jnp):
+    import jax
+
+    masks = random_masks(5, 16, (9, 11), 0.3)
+    rng = np.random.default_rng(6)
+    goal_row, goal_col = rng.integers(0, 9, 16), rng.integers(0, 11, 16)
+    agent_row, agent_col = rng.integers(0, 9, 16), rng.integers(0, 11, 16)
+    expected = distance_field(masks, goal_row, goal_col)
+
+    search = jax.jit(jax.vmap(lambda w, r, c: distance_field(w, r, c, jnp)))
+    fields = search(masks, goal_row, goal_col)
+    assert fields.dtype == jnp.int32
+    np.testing.assert_array_equal(np.asarray(fields), expected)
+    batched = jax.jit(lambda w, r, c: distance_field(w, r, c, jnp))(masks, goal_row, goal_col)
+    np.testing.assert_array_equal(np.asarray(batched), expected)
+
+    act = jax.jit(jax.vmap(lambda *args: optimal_action(*args, xp=jnp)))
+    actions = act(masks, fields, agent_row, agent_col, goal_row, goal_col)
+    np.testing.assert_array_equal(
+        np.asarray(actions), optimal_action(masks, expected, agent_row, agent_col, goal_row, goal_col)
+    )
+    steps = jax.jit(lambda *args: optimal_steps(*args, xp=jnp))(masks, agent_row, agent_col, goal_row, goal_col)
+    np.testing.assert_array_equal(np.asarray(steps), expected[np.arange(16), agent_row, agent_col])
+    gap = jax.jit(lambda *args: optimality_gap(*args, xp=jnp))(steps, steps + 3, steps < UNREACHABLE)
+    np.testing.assert_allclose(
+        np.asarray(gap), optimality_gap(np.asarray(steps), np.asarray(steps) + 3, np.asarray(steps) < UNREACHABLE)
+    )
