@@ -13,10 +13,17 @@ When ``minigrid`` is installed (``pip install -e .[bench]``) its
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import io
 import json
 import pathlib
+import subprocess
 import sys
-from collections.abc import Callable
+import tarfile
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -103,6 +110,51 @@ def run_all(seconds: float, with_minigrid: bool) -> list[Measurement]:
         results.append(
             measure_vector("make_vec async", gym.make_vec("Doors-v0", num_envs, vectorization_mode="async"), seconds)
         )
+    return results
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def package_at(revision: str) -> Iterator[object]:
+    """``doors_gym`` as committed at ``revision`` (a git revision of this repository), imported beside this tree's.
+
+    The old tree is unpacked to a temporary folder and imported while this tree's modules are set aside;
+    its classes keep their own modules' globals afterwards, so old and new envs run in one process.
+    """
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "doors_gym"], capture_output=True)
+    if archive.returncode:
+        raise ValueError(f"--before {revision!r} is not a revision of {ROOT}: {archive.stderr.decode().strip()}")
+    is_ours = lambda name: name == "doors_gym" or name.startswith("doors_gym.")  # noqa: E731
+    ours = {name: module for name, module in sys.modules.items() if is_ours(name)}
+    with tempfile.TemporaryDirectory() as folder:
+        tarfile.open(fileobj=io.BytesIO(archive.stdout)).extractall(folder, filter="data")
+        for name in ours:
+            del sys.modules[name]
+        sys.path.insert(0, folder)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the old tree registers the same ids again
+                yield importlib.import_module("doors_gym.envs.doors")
+        finally:
+            sys.path.remove(folder)
+            for name in [name for name in sys.modules if is_ours(name)]:
+                del sys.modules[name]
+            sys.modules.update(ours)
+
+
+def before_after(revision: str, seconds: float, rounds: int = 5) -> list[Measurement]:
+    """The unwrapped ``Doors-v0`` step at ``revision`` and in this tree, alternated ``rounds`` times in one process."""
+    with package_at(revision) as old:
+        old_env = old.DoorsEnv(max_episode_steps=60)
+    new_env = DoorsEnv(max_episode_steps=60)
+    results = []
+    for _ in range(rounds):
+        for name, env in ((f"Doors-v0 unwrapped at {revision}", old_env), ("Doors-v0 unwrapped, this tree", new_env)):
+            run = single_env_loop(env, 5, seed=0)
+            run(0)
+            results.append(Measurement(name, 1, ACTIONS_PER_ROUND, time_rounds(run, seconds / rounds)[0]))
     return results
 
 

@@ -294,7 +294,8 @@ def run_oracle(args: argparse.Namespace) -> int:
     else:
         from doors_gym.spaces import make_params
 
-        print_oracle(make_params(**layout_keywords(args), default_limit=core.DEFAULT_TIME_LIMIT), args.layouts, args.seed)
+        params = make_params(**layout_keywords(args), default_limit=core.DEFAULT_TIME_LIMIT)
+        print_oracle(params, args.layouts, args.seed)
     return 0
 
 

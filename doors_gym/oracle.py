@@ -218,7 +218,8 @@ class OraclePolicy:
         self.params = params or DoorsParams()
         if self.params.obs_mode not in _CELL_SHAPES:
             raise ValueError(
-                f"obs_mode={self.params.obs_mode!r} is not supported by OraclePolicy: expected one of {list(_CELL_SHAPES)}"
+                f"obs_mode={self.params.obs_mode!r} is not supported by OraclePolicy: "
+                f"expected one of {list(_CELL_SHAPES)}"
             )
         self._fields: dict[bytes, np.ndarray] = {}
 

@@ -289,7 +289,8 @@ def test_jax_search_and_action_agree_with_numpy_under_jit_and_vmap(jnp):
 
     act = jax.jit(jax.vmap(lambda *args: optimal_action(*args, xp=jnp)))
     actions = act(fields, agent_row, agent_col, goal_row, goal_col)
-    np.testing.assert_array_equal(np.asarray(actions), optimal_action(expected, agent_row, agent_col, goal_row, goal_col))
+    expected_actions = optimal_action(expected, agent_row, agent_col, goal_row, goal_col)
+    np.testing.assert_array_equal(np.asarray(actions), expected_actions)
     steps = np.asarray(fields)[np.arange(16), agent_row, agent_col]
     gap = jax.jit(lambda *args: optimality_gap(*args, xp=jnp))(steps, steps + 3, steps < UNREACHABLE)
     np.testing.assert_allclose(np.asarray(gap), optimality_gap(steps, steps + 3, steps < UNREACHABLE))
