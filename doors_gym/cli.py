@@ -144,6 +144,16 @@ def build_parser() -> argparse.ArgumentParser:
     episodes_arguments(render, episodes=1, out_required=True)
     render.set_defaults(handler=run_render)
 
+    add_oracle_command(commands, layout)
+
+    for add_commands in plugged_in_commands():
+        add_commands(commands, layout)
+    remember_subparsers(commands)
+    return parser
+
+
+def add_oracle_command(commands: Any, layout: argparse.ArgumentParser) -> None:
+    """The ``oracle`` subcommand: the layout flags, ``--level``, ``--layouts`` and ``--seed``."""
     oracle = commands.add_parser(
         "oracle",
         parents=[layout],
@@ -167,11 +177,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     oracle.add_argument("--seed", type=int, default=0, help="seed of the layouts drawn (default: %(default)s)")
     oracle.set_defaults(handler=run_oracle)
-
-    for add_commands in plugged_in_commands():
-        add_commands(commands, layout)
-    remember_subparsers(commands)
-    return parser
 
 
 def remember_subparsers(commands: Any) -> None:
