@@ -142,7 +142,8 @@ class DoorsParams:
         obs_mode: the observation variant, one of :data:`OBS_MODES`
             (``coords`` only with fixed doors).
         cell_pixels: pixels per cell of ``rgb_array`` frames and ``rgb``
-            observations, ``1..256``.
+            observations, ``1..256``; default :func:`doors_gym.pixels.default_cell_pixels`
+            (16, fewer on grids wider than 40 cells: 10 on 63 x 63, a 630 x 630 frame).
         colors: ``{cell code: (r, g, b)}`` over :data:`doors_gym.pixels.DEFAULT_COLORS`.
         n_walls: number of walls, ``>= 1``, at rows :func:`wall_rows`
             ``(k + 1) * H // (n_walls + 1)``.
@@ -165,7 +166,7 @@ class DoorsParams:
     door_cols: tuple[int, ...] | None = None
     max_episode_steps: int | None = DEFAULT_TIME_LIMIT
     obs_mode: str = "grid"
-    cell_pixels: int = pixels.DEFAULT_CELL_PIXELS
+    cell_pixels: int | None = None
     colors: Any = None
     n_walls: int = DEFAULT_N_WALLS
     doors: str = "fixed"
@@ -187,7 +188,9 @@ class DoorsParams:
             "door_cols": door_cols,
             "max_episode_steps": _check_max_episode_steps(limit),
             "obs_mode": _check_obs_mode(self.obs_mode),
-            "cell_pixels": _check_cell_pixels(self.cell_pixels),
+            "cell_pixels": _check_cell_pixels(
+                pixels.default_cell_pixels((height, width)) if self.cell_pixels is None else self.cell_pixels
+            ),
             "colors": pixels.normalise_colors(self.colors),
             "n_walls": n_walls,
             "doors": doors,

@@ -37,7 +37,8 @@ class EnvKeywords(TypedDict, total=False):
             ``(n_walls + 1) * (H + W)`` for the vector envs and ``DoorsGymnax``; the
             single envs leave it to ``gym.make``'s ``TimeLimit``, the id's level's) or ``-1`` (no limit).
         obs_mode: ``"grid"`` (default), ``"onehot"``, ``"rgb"``, ``"coords"`` (fixed doors only) or ``"flat"``.
-        cell_pixels: pixels per cell of frames and ``rgb`` observations, ``1..256``; default 16.
+        cell_pixels: pixels per cell of frames and ``rgb`` observations, ``1..256``; default 16 (fewer
+            beyond 40 cells a side: 10 on 63 x 63, :func:`doors_gym.pixels.default_cell_pixels`).
         colors: ``{cell code: (r, g, b)}`` over the defaults.
         n_walls: the number of walls, ``>= 1``; default 1.
         doors: ``"fixed"`` (default) or ``"random"`` (each wall's doors drawn at every reset).
@@ -93,7 +94,7 @@ def _make_params(
     door_cols: Any = None,
     max_episode_steps: Any = None,
     obs_mode: Any = "grid",
-    cell_pixels: Any = pixels.DEFAULT_CELL_PIXELS,
+    cell_pixels: Any = None,
     colors: Any = None,
     n_walls: Any = core.DEFAULT_N_WALLS,
     doors: Any = "fixed",

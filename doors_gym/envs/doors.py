@@ -55,7 +55,11 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
     only when constructed with ``max_episode_steps``.
 
     ## Keywords
-    ``grid_size=(H, W)`` (``H * W <= 8191``), ``n_doors``, ``door_cols``,
+    ``grid_size=(H, W)`` (``H * W <= 8191``), ``n_walls`` (walls at rows
+    ``(k + 1) * H // (n_walls + 1)``, ``H >= 2 * n_walls + 1``), ``n_doors`` (per
+    wall), ``doors`` (``"fixed"``: at ``door_cols`` on every wall; ``"random"``:
+    each wall's set drawn uniformly at every reset, after the start columns,
+    from ``np_random``; then ``state.doors`` holds them), ``door_cols``,
     ``max_episode_steps`` (constructor: ``None`` or ``-1``, no limit of its
     own), ``obs_mode``, ``render_mode`` (``"human"``, ``"rgb_array"``,
     ``"ansi"``), ``cell_pixels`` (pixels per cell in frames and ``rgb``
@@ -68,7 +72,12 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
     ## Registered ids
     ``Doors-v0`` (``gym.make``, and ``gym.make_vec`` with the native
     :class:`~doors_gym.envs.vector.DoorsVectorEnv`), also reachable as
-    ``"doors_gym:Doors-v0"``.
+    ``"doors_gym:Doors-v0"``; one id per level of :data:`doors_gym.levels.LEVELS`,
+    ``Doors-Random-v0``, ``Doors-3Walls-v0``, ``Doors-31x31-v0``,
+    ``Doors-63x63-v0``, each with its level's time limit, and their
+    ``obs_mode="flat"`` twins ``Doors-Flat-v0``, ``Doors-<level>-Flat-v0``.
+    Doors drawn per episode cost a reset a table of the episode's moves
+    (``H * W * 5`` entries); fixed doors step through tables built once.
     """
 
     metadata = {"render_modes": list(rendering.RENDER_MODES), "render_fps": 8}

@@ -150,8 +150,15 @@ def env_step(state: DoorsState, action: Array, params: DoorsParams = DEFAULT_PAR
 
 
 def where_state(condition: Array, if_true: DoorsState, if_false: DoorsState) -> DoorsState:
-    """Picks between two states field by field (a pytree-safe select for autoreset)."""
-    return jax.tree.map(lambda a, b: jnp.where(condition, a, b), if_true, if_false)
+    """Picks between two states field by field (a pytree-safe select for autoreset).
+
+    ``condition`` has the states' batch shape; it is broadcast over the trailing axes of ``doors``.
+    """
+
+    def select(a: Array, b: Array) -> Array:
+        return jnp.where(jnp.reshape(condition, jnp.shape(condition) + (1,) * (jnp.ndim(a) - jnp.ndim(condition))), a, b)
+
+    return jax.tree.map(select, if_true, if_false)
 
 
 def step_from_draw(

@@ -60,7 +60,10 @@ class DoorsJaxEnv(SingleEnvShell, gym.Env):
     constructed with ``max_episode_steps`` the env truncates by itself.
     Actions are validated on the host with the same errors as ``Doors-v0``.
 
-    Registered as ``DoorsJax-v0`` (``gym.make`` and ``gym.make_vec``).
+    Registered as ``DoorsJax-v0`` (``gym.make`` and ``gym.make_vec``), and as
+    ``DoorsJax-<level>-v0`` / ``DoorsJax-<level>-Flat-v0`` for every level of
+    :data:`doors_gym.levels.LEVELS`. With ``doors="random"`` the state's
+    ``doors`` holds the episode's door columns; each reset draws new ones.
     """
 
     metadata = {"render_modes": list(rendering.RENDER_MODES), "render_fps": 8, "jax": False}
