@@ -114,7 +114,10 @@ def optimal_action(distances: Any, agent_row: Any, agent_col: Any, goal_row: Any
 
     Args:
         distances: ``batch + (H, W)`` int32, the :func:`distance_field` of each episode's layout and goal.
-        agent_row, agent_col, goal_row, goal_col: integer arrays of the batch shape.
+        agent_row: integer array of the batch shape, the agent's row.
+        agent_col: the agent's column, likewise.
+        goal_row: the goal's row, likewise.
+        goal_col: the goal's column, likewise.
         xp: ``numpy`` or ``jax.numpy``.
 
     Returns:
