@@ -176,8 +176,9 @@ def level_speeds(names: list[str], seconds: float) -> list:
     return rows
 
 
-def write_levels_report(rows: list, argv: list[str], path: pathlib.Path, note: str) -> str:
-    """``throughput_levels.md``: the command, where and when, the thread settings, the table, the 63x63 targets."""
+def write_levels_report(rows: list, argv: list[str], path: pathlib.Path, note: str, before: str = "") -> str:
+    """``throughput_levels.md``: the command, where and when, the thread settings, the table, the 63x63 targets
+    and, where measured, ``Doors-v0``'s unwrapped step before and after."""
     target_rows = [r for r in rows if r.level == "63x63" and (r.method, r.num_envs) in TARGET_ROWS]
     checks = [
         f"- 63x63 {r.method} at {r.num_envs} envs: {r.floor_multiple:.2f}x the floor "
@@ -198,6 +199,7 @@ def write_levels_report(rows: list, argv: list[str], path: pathlib.Path, note: s
         "",
         *checks,
         "",
+        *(["`Doors-v0`'s unwrapped step, old and new alternated in this process:", "", before, ""] if before else []),
     ]
     text = "\n".join(lines)
     path.write_text(text)
@@ -242,15 +244,19 @@ def report_doors_v0(seconds: float, no_minigrid: bool, json_path: pathlib.Path |
         )
 
 
-def report_before_after(revision: str, seconds: float) -> None:
-    """The unwrapped Doors-v0 step at ``revision`` and now, alternated in this process: medians and their ratio."""
+def report_before_after(revision: str, seconds: float) -> str:
+    """The unwrapped Doors-v0 step at ``revision`` and now, alternated in this process: medians and their ratio
+    (printed, and returned as Markdown)."""
     results = before_after(revision, seconds)
     rates = {name: sorted(m.steps_per_second for m in results if m.name == name) for name in {m.name for m in results}}
     medians = {name: values[len(values) // 2] for name, values in rates.items()}
     old, new = f"Doors-v0 unwrapped at {revision}", "Doors-v0 unwrapped, this tree"
-    print(markdown_table(["tree", "steps/s (median of alternated rounds)"], [[n, human_rate(medians[n])] for n in (old, new)]))
+    rows = [[name, human_rate(medians[name])] for name in (old, new)]
+    table = markdown_table(["tree", "steps/s (median of 5 alternated rounds)"], rows)
     ratio = medians[new] / medians[old]
-    print(f"this tree / {revision}: {ratio:.2f}x (target >= 1.0, no slower: {verdict(ratio, 0.97)} within 3 % noise)")
+    text = f"{table}\n\nthis tree / {revision}: {ratio:.2f}x (target: no slower; {verdict(ratio, 0.97)}, 3 % noise allowed)"
+    print(text)
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,15 +280,15 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in levels if name not in LEVEL_NAMES]
     if unknown:
         parser.error(f"--levels {unknown} are unknown: expected names among {list(LEVEL_NAMES)}")
-    if args.before:
-        report_before_after(args.before, seconds)
+    before = report_before_after(args.before, seconds) if args.before else ""
     if not args.skip_doors_v0:
         report_doors_v0(seconds, args.no_minigrid, args.json)
     if levels:
         rows = level_speeds(levels, seconds)
         note = f" {args.note}" if args.note else ""
         path = args.out_dir / "throughput_levels.md"
-        print("\n" + write_levels_report(rows, sys.argv[1:] if argv is None else argv, path, note))
+        report = write_levels_report(rows, sys.argv[1:] if argv is None else argv, path, note, before)
+        print("\n" + report)
         print(f"wrote {path}")
     return 0
 
