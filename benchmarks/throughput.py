@@ -254,7 +254,7 @@ def report_before_after(revision: str, seconds: float) -> str:
     rows = [[name, human_rate(medians[name])] for name in (old, new)]
     table = markdown_table(["tree", "steps/s (median of 5 alternated rounds)"], rows)
     ratio = medians[new] / medians[old]
-    text = f"{table}\n\nthis tree / {revision}: {ratio:.2f}x (target: no slower; {verdict(ratio, 0.97)}, 3 % noise allowed)"
+    text = f"{table}\n\nthis tree / {revision}: {ratio:.2f}x (target: no slower; {verdict(ratio, 0.97)}, 3 % noise)"
     print(text)
     return text
 
