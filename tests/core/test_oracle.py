@@ -7,6 +7,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym.core import AGENT, GOAL, STAY, DoorsParams
 from doors_gym.envs.doors import DoorsEnv
@@ -265,7 +266,7 @@ def test_optimality_gap_is_one_minus_success_weighted_by_path_length():
 
 @pytest.fixture(scope="module")
 def jnp():
-    pytest.importorskip("jax")
+    needs("jax")
     import jax.numpy
 
     return jax.numpy
