@@ -1,5 +1,5 @@
 """The one way tests ask for an optional stack (tests/stacks.py) holds: it skips, fails when CI requires all, and
-no test file goes around it with ``pytest.importorskip``."""
+no test file goes around it with pytest's own skip-on-import helper."""
 
 import pathlib
 
