@@ -477,30 +477,49 @@ def wall_mask(params: DoorsParams, doors: Any = None, xp: Any = np) -> Any:
     return (grid == WALL).reshape(grid.shape[:-1] + params.grid_size)
 
 
-def doors_from_draws(params: DoorsParams, draws: Any, xp: Any = np) -> Any:
-    """Door sets from random draws: the columns of each wall's ``n_doors`` smallest draws, sorted.
+def doors_from_ranks(params: DoorsParams, ranks: Any, xp: Any = np) -> Any:
+    """Door sets from sequential draws without replacement: the one door rule of both samplers.
 
     Args:
-        params: the layout (``n_doors``).
-        draws: ``batch + (n_walls, W)`` independent draws of one continuous (or wide integer)
-            distribution; every ``n_doors``-subset of the columns is then equally likely (ties, which
-            favour lower columns, have probability below ``W**2 / 2**33`` with 32-bit draws).
+        params: the layout (``n_doors``, ``W``).
+        ranks: ``batch + (n_walls, n_doors)`` integers, ``ranks[..., j]`` in ``range(W - j)``: the
+            ``j``-th door is the ``ranks[..., j]``-th column (counting from 0, left to right) among
+            those not yet chosen. With each ``ranks[..., j]`` uniform and independent, every ordered
+            choice of distinct columns is equally likely, hence every ``n_doors``-subset, independently
+            per wall.
         xp: ``numpy`` or ``jax.numpy``.
 
     Returns:
         ``batch + (n_walls, n_doors)`` int32 door columns, ascending along the last axis.
+
+    Built with comparisons and selects only (no sort, no gather): ``n_doors`` passes over
+    ``batch + (n_walls, j)`` values, which XLA fuses.
     """
-    order = xp.argsort(draws, axis=-1)[..., : params.n_doors]
-    return xp.sort(order, axis=-1).astype(POSITION_DTYPE)
+    ranks = xp.asarray(ranks).astype(POSITION_DTYPE)
+    chosen = ranks[..., :0]  # the doors so far, ascending
+    for j in range(params.n_doors):
+        rank = ranks[..., j : j + 1]
+        # Before the i-th chosen column (ascending) lie chosen[i] - i free columns: the new column
+        # skips every chosen one whose free columns below number at most its rank.
+        free_below = chosen - xp.arange(j, dtype=POSITION_DTYPE)
+        column = rank + xp.sum(free_below <= rank, axis=-1, keepdims=True, dtype=POSITION_DTYPE)
+        position = xp.sum(chosen < column, axis=-1, keepdims=True, dtype=POSITION_DTYPE)
+        slot = xp.arange(j + 1, dtype=POSITION_DTYPE)
+        left = xp.concatenate([chosen, column], axis=-1)  # chosen[k] at slot k < j
+        right = xp.concatenate([column, chosen], axis=-1)  # chosen[k - 1] at slot k > 0
+        chosen = xp.where(slot < position, left, xp.where(slot == position, column, right))
+    return chosen.astype(POSITION_DTYPE)
 
 
 def sample_doors(params: DoorsParams, rng: np.random.Generator, shape: tuple[int, ...] = ()) -> np.ndarray:
     """NumPy's door sampler: ``shape + (n_walls, n_doors)`` int32, each wall's set uniform over the
     ``n_doors``-subsets of ``range(W)``, independently per wall, from ``rng`` (an env's ``np_random``).
 
-    JAX's twin is :func:`doors_gym.jax.functional.draw_doors` (same distribution, other draws).
+    :func:`doors_from_ranks` of exact uniform ranks; JAX's twin is
+    :func:`doors_gym.jax.functional.draw_doors` (same rule and distribution, other draws).
     """
-    return doors_from_draws(params, rng.random(shape + (params.n_walls, params.width)))
+    bounds = params.width - np.arange(params.n_doors)
+    return doors_from_ranks(params, rng.integers(0, bounds, size=shape + (params.n_walls, params.n_doors)))
 
 
 def episode_doors(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:
