@@ -24,6 +24,7 @@ import numpy as np
 from doors_gym import __version__, core, pixels, rendering
 from doors_gym.extras import MissingExtra, NoDisplay, import_pygame, require_display
 from doors_gym.levels import LEVEL_NAMES, get_level
+from doors_gym.oracle import DEFAULT_LAYOUTS
 
 ENV_CHOICES = ("Doors-v0", "DoorsJax-v0")
 POLICIES = ("random", "oracle")
@@ -190,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Play it, record episodes to video, or print the optimal policy's figures."
         ),
         epilog="Examples:\n  doors-gym play\n  doors-gym render --policy oracle --episodes 3 --out episode.mp4\n"
-        "  doors-gym oracle --grid-size 9 21 --n-doors 4",
+        "  doors-gym oracle --level 31x31\n  doors-gym oracle --grid-size 9 21 --n-doors 4",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -223,19 +224,38 @@ def build_parser() -> argparse.ArgumentParser:
     takes_levels(render)
     render.set_defaults(handler=run_render)
 
-    oracle = commands.add_parser(
-        "oracle",
-        parents=[layout],
-        help="print the shortest-path policy's figures over every start/goal pair",
-        description="Evaluate the shortest-path oracle from every start/goal pair: success rate, mean per-step reward "
-        "(0.776 on the default layout) and the longest path.",
-    )
-    oracle.set_defaults(handler=run_oracle)
+    add_oracle_command(commands)
 
     for add_commands in plugged_in_commands():
         add_commands(commands, layout)
     remember_subparsers(commands)
     return parser
+
+
+def add_oracle_command(commands: Any) -> None:
+    """The ``oracle`` subcommand: the layout and level flags (parsers of its own, as its time limit defaults to the
+    layout's), ``--level all``, ``--layouts`` and ``--seed``."""
+    oracle = commands.add_parser(
+        "oracle",
+        parents=[layout_parser(), level_parser()],
+        help="print the shortest-path policy's figures at a level or on a layout",
+        description="The shortest-path oracle's figures: mean per-step reward (0.776 on Doors-v0), longest shortest "
+        "path and success, exact over every start/goal pair where the doors are fixed, estimated over sampled "
+        "layouts with a 95 %% confidence interval where they are random. --level picks a registered level "
+        "(--level all prints the table of every level); the layout flags describe any other layout.",
+    )
+    for action in oracle._actions:
+        if action.dest == "level":  # the env commands' --level (a parser of its own), and "all"
+            action.choices = (*LEVEL_NAMES, "all")
+            action.help = "a registered level, or all of them as a table (default: the layout of the flags)"
+    oracle.add_argument(
+        "--layouts",
+        type=positive_int,
+        default=DEFAULT_LAYOUTS,
+        help="layouts drawn where the doors are random (default: %(default)s)",
+    )
+    oracle.add_argument("--seed", type=int, default=0, help="seed of the layouts drawn (default: %(default)s)")
+    oracle.set_defaults(handler=run_oracle, max_episode_steps=None)
 
 
 def remember_subparsers(commands: Any) -> None:
@@ -343,22 +363,96 @@ def run_play(args: argparse.Namespace) -> int:
 
 
 def run_oracle(args: argparse.Namespace) -> int:
-    """``doors-gym oracle``: the optimum's figures for a layout."""
-    from doors_gym.oracle import evaluate_oracle
+    """``doors-gym oracle``: the optimum's figures at a level, at every level, or on the layout of the flags."""
+    from doors_gym.levels import LEVELS, get_level
+
+    if args.level is not None:
+        given = layout_keywords(argparse.Namespace(**{**vars(args), "level": None}))
+        defaults = layout_keywords(argparse.Namespace(**{**vars(args.parser.parse_args([])), "level": None}))
+        changed = [f"--{name.replace('_', '-')}" for name in given if given[name] != defaults.get(name)]
+        if changed:
+            raise ValueError(f"level={args.level!r} comes with its own layout: leave out {' '.join(changed)}")
+    if args.level == "all":
+        print(oracle_table(LEVELS, args.layouts, args.seed))
+        return 0
+    if args.level is not None:
+        level = get_level(args.level)
+        print(f"level {level.name} ({level.env_id}, {level.jax_env_id}):", end=" ")
     from doors_gym.spaces import make_params
 
-    params = make_params(**layout_keywords(args), default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
-    figures = evaluate_oracle(params)
-    pairs = params.width * params.width
-    print(
-        f"layout {params.grid_size}, doors at columns {list(params.door_cols)}, limit {params.max_episode_steps} steps"
-    )
-    print(
-        f"oracle over {pairs} start/goal pairs: success {figures.success_rate:.3f}, "
-        f"mean per-step reward {figures.mean_step_reward:.4f}, longest path {figures.longest_path} steps, "
-        f"mean return {np.mean(figures.returns):.3f}"
-    )
+    params = make_params(**layout_keywords(args), default_limit=core.DEFAULT_TIME_LIMIT)
+    print_oracle(params, args.layouts, args.seed)
     return 0
+
+
+def layout_line(params: core.DoorsParams) -> str:
+    """One line naming a layout: grid, walls, doors, time limit."""
+    doors = f"doors at columns {list(params.door_cols)}" if params.door_cols is not None else "doors drawn per episode"
+    walls = f"{params.n_walls} wall" + ("s" if params.n_walls > 1 else "")
+    return (
+        f"layout {params.grid_size}, {walls} of {params.n_doors} doors, {doors}, limit {params.max_episode_steps} steps"
+    )
+
+
+def print_oracle(params: core.DoorsParams, layouts: int, seed: int) -> None:
+    """Prints the oracle's figures on one layout (exact, played in the env) or one level (sampled layouts)."""
+    from doors_gym import oracle
+
+    print(layout_line(params))
+    pairs = params.width * params.width
+    if not params.random_doors:
+        played = oracle.evaluate_oracle(params)
+        print(
+            f"oracle over {pairs} start/goal pairs: success {played.success_rate:.3f}, "
+            f"mean per-step reward {played.mean_step_reward:.4f}, longest path {played.longest_path} steps, "
+            f"mean return {np.mean(played.returns):.3f}"
+        )
+        figures = oracle.level_figures(params) if played.success.all() else None
+    else:
+        figures = oracle.level_figures(params, layouts, seed)
+        low, high = figures.mean_step_reward_ci
+        print(
+            f"oracle over {layouts} layouts drawn with seed {seed} (numpy default_rng), all {pairs} start/goal pairs "
+            f"of each: success {figures.success_rate:.3f}, mean per-step reward {figures.mean_step_reward:.4f} "
+            f"(95 % CI {low:.4f} to {high:.4f}), longest path {figures.longest_path} steps in the sample"
+        )
+        exact = oracle.enumerated_figures(params)
+        if exact is not None:
+            print(
+                f"exact over all {exact.layouts} layouts: mean per-step reward {exact.mean_step_reward:.4f}, "
+                f"longest path {exact.longest_path} steps"
+            )
+    if figures is not None:
+        print(
+            f"solved (SPEC): greedy success >= {oracle.SOLVED_SUCCESS:.0%} and rolling reward >= "
+            f"{figures.solved_rolling_reward:.3f} ({oracle.SOLVED_REWARD_SHARE:.1%} of the optimum)"
+        )
+
+
+def oracle_table(levels: Sequence[Any], layouts: int, seed: int) -> str:
+    """The oracle's figures at every level as a Markdown table."""
+    from doors_gym import oracle
+
+    rows = [
+        "| level | ids | grid | walls x doors | doors | limit | mean step reward (95 % CI) | longest path | success "
+        "| layouts | solved: rolling reward >= |",
+        "|---|---|---|---:|---|---:|---|---:|---:|---|---:|",
+    ]
+    for level in levels:
+        params = level.params()
+        figures = oracle.level_figures(params, layouts, seed)
+        low, high = figures.mean_step_reward_ci
+        reward = f"{figures.mean_step_reward:.4f}" + ("" if figures.exact else f" ({low:.4f} to {high:.4f})")
+        drawn = "1 (exact, all pairs)" if figures.exact else f"{figures.layouts} drawn, seed {figures.seed}"
+        exact = None if figures.exact else oracle.enumerated_figures(params)
+        if exact is not None:
+            drawn += f"; all {exact.layouts}: {exact.mean_step_reward:.4f}, longest {exact.longest_path}"
+        rows.append(
+            f"| {level.name} | `{level.env_id}`, `{level.jax_env_id}` | {params.height} x {params.width} "
+            f"| {params.n_walls} x {params.n_doors} | {params.doors} | {params.max_episode_steps} | {reward} "
+            f"| {figures.longest_path} | {figures.success_rate:.3f} | {drawn} | {figures.solved_rolling_reward:.3f} |"
+        )
+    return "\n".join(rows)
 
 
 def flag_names(message: str) -> str:
