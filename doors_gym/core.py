@@ -492,34 +492,52 @@ def doors_from_ranks(params: DoorsParams, ranks: Any, xp: Any = np) -> Any:
     Returns:
         ``batch + (n_walls, n_doors)`` int32 door columns, ascending along the last axis.
 
-    Built with comparisons and selects only (no sort, no gather): ``n_doors`` passes over
-    ``batch + (n_walls, j)`` values, which XLA fuses.
+    Decoded from the last draw back: after draw ``j`` is fixed, every later door counted among the
+    columns left after it skips it (``+1`` where at or past it). ``n_doors - 1`` elementwise passes and a
+    sort of ``n_doors`` values per wall (:func:`_sort_few`): no sort or gather over the ``W`` columns.
     """
-    ranks = xp.asarray(ranks).astype(POSITION_DTYPE)
-    chosen = ranks[..., :0]  # the doors so far, ascending
-    for j in range(params.n_doors):
-        rank = ranks[..., j : j + 1]
-        # Before the i-th chosen column (ascending) lie chosen[i] - i free columns: the new column
-        # skips every chosen one whose free columns below number at most its rank.
-        free_below = chosen - xp.arange(j, dtype=POSITION_DTYPE)
-        column = rank + xp.sum(free_below <= rank, axis=-1, keepdims=True, dtype=POSITION_DTYPE)
-        position = xp.sum(chosen < column, axis=-1, keepdims=True, dtype=POSITION_DTYPE)
-        slot = xp.arange(j + 1, dtype=POSITION_DTYPE)
-        left = xp.concatenate([chosen, column], axis=-1)  # chosen[k] at slot k < j
-        right = xp.concatenate([column, chosen], axis=-1)  # chosen[k - 1] at slot k > 0
-        chosen = xp.where(slot < position, left, xp.where(slot == position, column, right))
-    return chosen.astype(POSITION_DTYPE)
+    columns = xp.asarray(ranks).astype(POSITION_DTYPE)
+    if xp is np:
+        columns = columns.copy()
+    for j in range(params.n_doors - 2, -1, -1):
+        later = columns[..., j + 1 :]
+        skip = (later >= columns[..., j : j + 1]).astype(POSITION_DTYPE)
+        if xp is np:
+            later += skip
+        else:
+            columns = columns.at[..., j + 1 :].add(skip)
+    return _sort_few(xp, columns)
+
+
+SORTING_NETWORK_MAX = 8
+"""Up to this many values along the last axis, JAX sorts them with compare-exchanges (see :func:`_sort_few`)."""
+
+
+def _sort_few(xp: Any, values: Any) -> Any:
+    """``values`` sorted along the last axis: ``np.sort`` in NumPy; in JAX, for a short axis, an odd-even
+    transposition network of ``minimum`` / ``maximum`` (elementwise, fused by XLA; XLA's CPU sort costs more
+    than the whole door draw), else ``jnp.sort``."""
+    size = values.shape[-1]
+    if xp is np or size > SORTING_NETWORK_MAX:
+        return xp.sort(values, axis=-1)
+    lanes = [values[..., i] for i in range(size)]
+    for round_ in range(size):
+        for i in range(round_ % 2, size - 1, 2):
+            lanes[i], lanes[i + 1] = xp.minimum(lanes[i], lanes[i + 1]), xp.maximum(lanes[i], lanes[i + 1])
+    return xp.stack(lanes, axis=-1)
 
 
 def sample_doors(params: DoorsParams, rng: np.random.Generator, shape: tuple[int, ...] = ()) -> np.ndarray:
     """NumPy's door sampler: ``shape + (n_walls, n_doors)`` int32, each wall's set uniform over the
     ``n_doors``-subsets of ``range(W)``, independently per wall, from ``rng`` (an env's ``np_random``).
 
-    :func:`doors_from_ranks` of exact uniform ranks; JAX's twin is
-    :func:`doors_gym.jax.functional.draw_doors` (same rule and distribution, other draws).
+    :func:`doors_from_ranks` of ranks ``floor(u * (W - j))`` of uniform doubles ``u`` (uniform up to
+    the doubles' 53 bits); JAX's twin is :func:`doors_gym.jax.functional.draw_doors` (same rule and
+    distribution, other draws).
     """
     bounds = params.width - np.arange(params.n_doors)
-    return doors_from_ranks(params, rng.integers(0, bounds, size=shape + (params.n_walls, params.n_doors)))
+    draws = rng.random(shape + (params.n_walls, params.n_doors))
+    return doors_from_ranks(params, (draws * bounds).astype(POSITION_DTYPE))
 
 
 def episode_doors(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:

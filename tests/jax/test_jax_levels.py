@@ -106,3 +106,9 @@ def test_jax_door_rule_is_numpys_on_the_same_ranks():
     np.testing.assert_array_equal(np.asarray(jitted(jnp.asarray(ranks))), core.doors_from_ranks(params, ranks))
     drawn = np.asarray(F.draw_doors(jax.random.key(1), (500,), params))
     assert drawn.shape == (500, params.n_walls, params.n_doors) and (np.diff(drawn, axis=-1) > 0).all()
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, core.SORTING_NETWORK_MAX, core.SORTING_NETWORK_MAX + 1])
+def test_short_sorts_in_jax_equal_numpys(size):
+    values = np.random.default_rng(size).integers(0, 6, (200, size)).astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(core._sort_few(jnp, jnp.asarray(values))), np.sort(values, axis=-1))
