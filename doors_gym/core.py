@@ -515,8 +515,8 @@ SORTING_NETWORK_MAX = 8
 
 def _sort_few(xp: Any, values: Any) -> Any:
     """``values`` sorted along the last axis: ``np.sort`` in NumPy; in JAX, for a short axis, an odd-even
-    transposition network of ``minimum`` / ``maximum`` (elementwise, fused by XLA; XLA's CPU sort costs more
-    than the whole door draw), else ``jnp.sort``."""
+    transposition network of ``minimum`` / ``maximum`` (elementwise, fused by XLA, where XLA's CPU sort is a
+    loop of comparisons: ``benchmarks/door_draw.py`` times both), else ``jnp.sort``."""
     size = values.shape[-1]
     if xp is np or size > SORTING_NETWORK_MAX:
         return xp.sort(values, axis=-1)
