@@ -477,30 +477,67 @@ def wall_mask(params: DoorsParams, doors: Any = None, xp: Any = np) -> Any:
     return (grid == WALL).reshape(grid.shape[:-1] + params.grid_size)
 
 
-def doors_from_draws(params: DoorsParams, draws: Any, xp: Any = np) -> Any:
-    """Door sets from random draws: the columns of each wall's ``n_doors`` smallest draws, sorted.
+def doors_from_ranks(params: DoorsParams, ranks: Any, xp: Any = np) -> Any:
+    """Door sets from sequential draws without replacement: the one door rule of both samplers.
 
     Args:
-        params: the layout (``n_doors``).
-        draws: ``batch + (n_walls, W)`` independent draws of one continuous (or wide integer)
-            distribution; every ``n_doors``-subset of the columns is then equally likely (ties, which
-            favour lower columns, have probability below ``W**2 / 2**33`` with 32-bit draws).
+        params: the layout (``n_doors``, ``W``).
+        ranks: ``batch + (n_walls, n_doors)`` integers, ``ranks[..., j]`` in ``range(W - j)``: the
+            ``j``-th door is the ``ranks[..., j]``-th column (counting from 0, left to right) among
+            those not yet chosen. With each ``ranks[..., j]`` uniform and independent, every ordered
+            choice of distinct columns is equally likely, hence every ``n_doors``-subset, independently
+            per wall.
         xp: ``numpy`` or ``jax.numpy``.
 
     Returns:
         ``batch + (n_walls, n_doors)`` int32 door columns, ascending along the last axis.
+
+    Decoded from the last draw back: after draw ``j`` is fixed, every later door counted among the
+    columns left after it skips it (``+1`` where at or past it). ``n_doors - 1`` elementwise passes and a
+    sort of ``n_doors`` values per wall (:func:`_sort_few`): no sort or gather over the ``W`` columns.
     """
-    order = xp.argsort(draws, axis=-1)[..., : params.n_doors]
-    return xp.sort(order, axis=-1).astype(POSITION_DTYPE)
+    columns = xp.asarray(ranks).astype(POSITION_DTYPE)
+    if xp is np:
+        columns = columns.copy()
+    for j in range(params.n_doors - 2, -1, -1):
+        later = columns[..., j + 1 :]
+        skip = (later >= columns[..., j : j + 1]).astype(POSITION_DTYPE)
+        if xp is np:
+            later += skip
+        else:
+            columns = columns.at[..., j + 1 :].add(skip)
+    return _sort_few(xp, columns)
+
+
+SORTING_NETWORK_MAX = 8
+"""Up to this many values along the last axis, JAX sorts them with compare-exchanges (see :func:`_sort_few`)."""
+
+
+def _sort_few(xp: Any, values: Any) -> Any:
+    """``values`` sorted along the last axis: ``np.sort`` in NumPy; in JAX, for a short axis, an odd-even
+    transposition network of ``minimum`` / ``maximum`` (elementwise, fused by XLA, where XLA's CPU sort is a
+    loop of comparisons: ``benchmarks/door_draw.py`` times both), else ``jnp.sort``."""
+    size = values.shape[-1]
+    if xp is np or size > SORTING_NETWORK_MAX:
+        return xp.sort(values, axis=-1)
+    lanes = [values[..., i] for i in range(size)]
+    for round_ in range(size):
+        for i in range(round_ % 2, size - 1, 2):
+            lanes[i], lanes[i + 1] = xp.minimum(lanes[i], lanes[i + 1]), xp.maximum(lanes[i], lanes[i + 1])
+    return xp.stack(lanes, axis=-1)
 
 
 def sample_doors(params: DoorsParams, rng: np.random.Generator, shape: tuple[int, ...] = ()) -> np.ndarray:
     """NumPy's door sampler: ``shape + (n_walls, n_doors)`` int32, each wall's set uniform over the
     ``n_doors``-subsets of ``range(W)``, independently per wall, from ``rng`` (an env's ``np_random``).
 
-    JAX's twin is :func:`doors_gym.jax.functional.draw_doors` (same distribution, other draws).
+    :func:`doors_from_ranks` of ranks ``floor(u * (W - j))`` of uniform doubles ``u`` (uniform up to
+    the doubles' 53 bits); JAX's twin is :func:`doors_gym.jax.functional.draw_doors` (same rule and
+    distribution, other draws).
     """
-    return doors_from_draws(params, rng.random(shape + (params.n_walls, params.width)))
+    bounds = params.width - np.arange(params.n_doors)
+    draws = rng.random(shape + (params.n_walls, params.n_doors))
+    return doors_from_ranks(params, (draws * bounds).astype(POSITION_DTYPE))
 
 
 def episode_doors(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:

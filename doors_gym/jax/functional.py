@@ -76,12 +76,14 @@ def draw_starts(key: Array, shape: tuple[int, ...], params: DoorsParams = DEFAUL
 def draw_doors(key: Array, shape: tuple[int, ...], params: DoorsParams = DEFAULT_PARAMS) -> Array:
     """JAX's door sampler: ``shape + (n_walls, n_doors)`` int32 columns, ascending per wall.
 
-    Each wall's set is uniform over the ``n_doors``-subsets of ``range(W)``, independently per wall
-    (:func:`doors_gym.core.doors_from_draws` of 32-bit draws); NumPy's twin is
-    :func:`doors_gym.core.sample_doors` (same distribution, other draws).
+    Each wall's set is uniform over the ``n_doors``-subsets of ``range(W)``, independently per wall:
+    :func:`doors_gym.core.doors_from_ranks` of ranks ``j`` drawn as one 32-bit word modulo ``W - j``
+    (a departure from uniform of at most ``W / 2**32``, as in :func:`draw_starts`). NumPy's twin is
+    :func:`doors_gym.core.sample_doors` (same rule and distribution, other draws).
     """
-    draws = jax.random.bits(key, shape + (params.n_walls, params.width), dtype=jnp.uint32)
-    return core.doors_from_draws(params, draws, jnp)
+    bits = jax.random.bits(key, shape + (params.n_walls, params.n_doors), dtype=jnp.uint32)
+    bounds = jnp.asarray(params.width - np.arange(params.n_doors), dtype=jnp.uint32)
+    return core.doors_from_ranks(params, (bits % bounds).astype(jnp.int32), jnp)
 
 
 def draw_initial(key: Array, shape: tuple[int, ...], params: DoorsParams = DEFAULT_PARAMS) -> DoorsState:

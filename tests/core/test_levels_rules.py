@@ -1,5 +1,8 @@
 """The rules of the levels (SPEC.md, "Levels") on hand-built situations: several walls, an episode's own doors."""
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 
@@ -92,3 +95,14 @@ def test_initial_state_needs_doors_exactly_when_they_are_random():
         core.initial_state(DoorsParams(), 3, 4, doors=DOORS)
     state = core.initial_state(THREE_WALLS, 3, 4, doors=DOORS)
     np.testing.assert_array_equal(state.doors, DOORS)
+
+
+@pytest.mark.parametrize(("width", "n_doors"), [(1, 1), (4, 2), (5, 3), (6, 6), (7, 4)])
+def test_every_rank_sequence_gives_a_distinct_ordered_choice_so_every_door_set_equally_often(width, n_doors):
+    params = DoorsParams(grid_size=(5, width), n_doors=n_doors, doors="random")
+    ranks = np.array(list(itertools.product(*[range(width - j) for j in range(n_doors)])), dtype=np.int32)
+    doors = core.doors_from_ranks(params, ranks.reshape(-1, 1, n_doors))[:, 0]
+    assert (np.diff(doors, axis=-1) > 0).all() and doors.min() >= 0 and doors.max() < width
+    subsets, counts = np.unique(doors, axis=0, return_counts=True)
+    # W! / (W - n)! rank sequences onto C(W, n) sets: each set from its n! orders.
+    assert len(subsets) == math.comb(width, n_doors) and (counts == math.factorial(n_doors)).all()

@@ -97,3 +97,19 @@ def test_func_env_takes_the_level_keywords():
     assert state.doors.shape == (3, 3)
     next_state = func_env.transition(state, jnp.int32(4), jax.random.key(1))
     np.testing.assert_array_equal(next_state.doors, state.doors)
+
+
+def test_jax_door_rule_is_numpys_on_the_same_ranks():
+    params = get_level("63x63").params()
+    bounds = params.width - np.arange(params.n_doors)
+    ranks = np.random.default_rng(0).integers(0, bounds, size=(500, params.n_walls, params.n_doors)).astype(np.int32)
+    jitted = jax.jit(lambda r: core.doors_from_ranks(params, r, jnp))
+    np.testing.assert_array_equal(np.asarray(jitted(jnp.asarray(ranks))), core.doors_from_ranks(params, ranks))
+    drawn = np.asarray(F.draw_doors(jax.random.key(1), (500,), params))
+    assert drawn.shape == (500, params.n_walls, params.n_doors) and (np.diff(drawn, axis=-1) > 0).all()
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, core.SORTING_NETWORK_MAX, core.SORTING_NETWORK_MAX + 1])
+def test_short_sorts_in_jax_equal_numpys(size):
+    values = np.random.default_rng(size).integers(0, 6, (200, size)).astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(core._sort_few(jnp, jnp.asarray(values))), np.sort(values, axis=-1))
