@@ -8,6 +8,9 @@ PureJaxRL's ``ppo.py`` returns every update's ``traj_batch.info`` as its metric,
 for every env step of training: ``(num_updates, NUM_STEPS, NUM_ENVS)`` per entry, after gymnax's
 ``LogWrapper`` has added its own three. The figures come from ``jax.eval_shape`` of that stacked
 pytree (the shapes the compiled program allocates), at PureJaxRL's default sizes and at a larger run.
+
+It needs gymnax 0.0.x, the era of PureJaxRL's ``ppo.py``: with gymnax 1.x the final observation is in every
+step's ``info`` (its ``FlattenObservationWrapper`` reads it, as for gymnax's own envs), the opted-in column.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from gymnax.wrappers.purerl import FlattenObservationWrapper, LogWrapper
 
 from doors_gym.jax import DoorsGymnax
+from doors_gym.jax.gymnax_api import installed_step_api
 
 NUM_STEPS = 128
 """PureJaxRL PPO's rollout length per update."""
@@ -61,6 +65,8 @@ def nbytes(tree: Any) -> int:
 
 def main() -> None:
     """Prints one markdown row per run size: the stored ``info`` with and without the final observation."""
+    if installed_step_api() != "0.0":
+        raise SystemExit("gymnax_info_size.py needs gymnax 0.0.x (pip install 'gymnax==0.0.9'), PureJaxRL's era")
     print("| TOTAL_TIMESTEPS | NUM_ENVS | info entries | info (default) | with final_observation=True |")
     print("|---:|---:|---|---:|---:|")
     for total_timesteps, num_envs in RUNS:

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from doors_gym import __version__, core, rendering
+from doors_gym import __version__, core, pixels, rendering
 from doors_gym.extras import MissingExtra, NoDisplay, import_pygame, require_display
+from doors_gym.levels import LEVEL_NAMES, get_level
 
 ENV_CHOICES = ("Doors-v0", "DoorsJax-v0")
 POLICIES = ("random", "oracle")
@@ -69,13 +70,75 @@ def layout_parser() -> argparse.ArgumentParser:
 
 
 def layout_keywords(args: argparse.Namespace) -> dict[str, Any]:
-    """The env keywords of the layout flags."""
-    return {
+    """The env keywords of the layout flags (and of :func:`level_parser`'s, where the command has them)."""
+    keywords = {
         "grid_size": tuple(args.grid_size),
         "n_doors": args.n_doors,
         "door_cols": args.door_cols,
         "max_episode_steps": args.max_episode_steps,
     }
+    if not hasattr(args, "level"):
+        return keywords
+    keywords.update({"n_walls": args.n_walls, "doors": args.doors})
+    if args.level is not None:
+        keywords = _level_keywords(args, keywords)
+    if keywords["max_episode_steps"] is None:
+        keywords["max_episode_steps"] = core.default_time_limit(keywords["grid_size"], keywords["n_walls"] or 1)
+    return {name: value for name, value in keywords.items() if value is not None}
+
+
+def _level_keywords(args: argparse.Namespace, keywords: dict[str, Any]) -> dict[str, Any]:
+    """``--level``'s layout, or ``ValueError`` naming a layout flag given beside it."""
+    level = get_level(args.level)
+    given = [name for name in ("n_walls", "doors", "n_doors", "door_cols") if keywords[name] is not None]
+    if keywords["grid_size"] != core.DEFAULT_GRID_SIZE:
+        given.insert(0, "grid_size")
+    if given:
+        raise ValueError(
+            f"level={args.level!r} sets the layout: {', '.join(f'{name}={keywords[name]!r}' for name in given)} "
+            "cannot be given beside it (give a level, or the layout flags)"
+        )
+    return {**keywords, **level.keywords}
+
+
+def level_parser() -> argparse.ArgumentParser:
+    """``--level``, ``--n-walls`` and ``--doors``, for the env's own commands (a parent parser beside
+    :func:`layout_parser`); with them ``--max-episode-steps`` defaults to the layout's ``(n_walls + 1) * (H + W)``."""
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("levels")
+    group.add_argument(
+        "--level",
+        choices=LEVEL_NAMES,
+        default=None,
+        help="a registered level (SPEC.md): its grid, walls, doors and time limit; instead of the layout flags",
+    )
+    group.add_argument("--n-walls", type=int, default=None, help="number of walls, H >= 2 * n_walls + 1 (default: 1)")
+    group.add_argument(
+        "--doors",
+        choices=core.DOOR_MODES,
+        default=None,
+        help="fixed: the gaps at --door-cols in every wall; random: drawn per episode (default: fixed)",
+    )
+    return parser
+
+
+def takes_levels(command: argparse.ArgumentParser) -> None:
+    """Lets ``command`` (a parser with the layout, level and viewer flags) default its time limit to the
+    layout's and its cell size to one that fits the grid in :data:`doors_gym.pixels.DEFAULT_FRAME_PIXELS`.
+
+    It changes the flags' actions, which argparse shares with every parser built on the same parent: give
+    ``command`` a :func:`layout_parser` of its own.
+    """
+    helps = {
+        "max_episode_steps": "time limit per episode, or -1 for none (default: the layout's, (n_walls + 1) * (H + W))",
+        "cell_pixels": "pixels per cell (default: {}, fewer where a frame would be wider than "
+        f"{pixels.DEFAULT_FRAME_PIXELS} pixels)",
+    }
+    largest = command.get_default("cell_pixels")
+    for action in command._actions:
+        if action.dest in helps:
+            action.help = helps[action.dest].format(largest)
+    command.set_defaults(max_episode_steps=None, cell_pixels=None, largest_cell_pixels=largest)
 
 
 def viewer_arguments(parser: argparse.ArgumentParser, cell_pixels: int, fps: int = DEFAULT_FPS) -> None:
@@ -84,6 +147,13 @@ def viewer_arguments(parser: argparse.ArgumentParser, cell_pixels: int, fps: int
     parser.add_argument(
         "--cell-pixels", type=positive_int, default=cell_pixels, help="pixels per cell (default: %(default)s)"
     )
+
+
+def cell_pixels(args: argparse.Namespace, grid_size: tuple[int, int]) -> int:
+    """``--cell-pixels``, or the command's default for the grid (:func:`doors_gym.pixels.default_cell_pixels`)."""
+    if args.cell_pixels is not None:
+        return args.cell_pixels
+    return pixels.default_cell_pixels(grid_size, args.largest_cell_pixels)
 
 
 def episodes_arguments(parser: argparse.ArgumentParser, episodes: int, out_required: bool) -> None:
@@ -96,14 +166,23 @@ def episodes_arguments(parser: argparse.ArgumentParser, episodes: int, out_requi
     viewer_arguments(parser, cell_pixels=24)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``doors-gym`` argument parser: the env commands and every plugged-in command."""
-    layout = layout_parser()
+def env_command_parents() -> list[argparse.ArgumentParser]:
+    """The parents of a command that builds an env: layout, level, ``--env`` and ``--seed`` flags.
+
+    New parsers for each command: argparse shares a parent's actions with its children, and
+    :func:`takes_levels` changes them.
+    """
     env = argparse.ArgumentParser(add_help=False)
     env.add_argument(
         "--env", choices=ENV_CHOICES, default="Doors-v0", help="which implementation (default: %(default)s)"
     )
     env.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: %(default)s)")
+    return [layout_parser(), level_parser(), env]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``doors-gym`` argument parser: the env commands and every plugged-in command."""
+    layout = layout_parser()
     parser = argparse.ArgumentParser(
         prog="doors-gym",
         description=(
@@ -119,16 +198,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     play = commands.add_parser(
         "play",
-        parents=[layout, env],
+        parents=env_command_parents(),
         help="play with the keyboard in a window",
         description=f"Play Doors in a pygame window: {KEYS_HELP}. Each key press is one step.",
     )
     viewer_arguments(play, cell_pixels=32, fps=30)
+    takes_levels(play)
     play.set_defaults(handler=run_play)
 
     render = commands.add_parser(
         "render",
-        parents=[layout, env],
+        parents=env_command_parents(),
         help="record episodes of a policy to an .mp4 or .gif",
         description="Run a policy for some episodes and write every frame to a video file "
         "(OpenCV, no other video stack).",
@@ -140,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="who acts: random actions or the shortest-path oracle (default: %(default)s)",
     )
     episodes_arguments(render, episodes=1, out_required=True)
+    takes_levels(render)
     render.set_defaults(handler=run_render)
 
     oracle = commands.add_parser(
@@ -173,7 +254,10 @@ def _make_env(args: argparse.Namespace, render_mode: str, **extra: Any) -> Any:
 
     import doors_gym  # noqa: F401  (registers the ids)
 
-    return gym.make(args.env, render_mode=render_mode, **layout_keywords(args), **extra)
+    keywords = layout_keywords(args)
+    return gym.make(
+        args.env, render_mode=render_mode, cell_pixels=cell_pixels(args, keywords["grid_size"]), **keywords, **extra
+    )
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -182,7 +266,7 @@ def run_render(args: argparse.Namespace) -> int:
 
     if args.out.suffix.lower() not in rendering.VIDEO_SUFFIXES:
         raise ValueError(f"--out {str(args.out)!r} has suffix {args.out.suffix!r}: expected .mp4 or .gif")
-    env = _make_env(args, "rgb_array", cell_pixels=args.cell_pixels)
+    env = _make_env(args, "rgb_array")
     oracle = OraclePolicy(env.unwrapped.params)
     frames = []
     successes = 0
@@ -231,7 +315,7 @@ def run_play(args: argparse.Namespace) -> int:
     keys = keys_to_action()
     pygame = import_pygame("doors-gym play")
     require_display("play")
-    env = _make_env(args, "rgb_array", cell_pixels=args.cell_pixels)
+    env = _make_env(args, "rgb_array")
     window = rendering.HumanWindow("Doors - play", args.fps)
     print(f"Doors: {KEYS_HELP}.")
     env.reset(seed=args.seed)

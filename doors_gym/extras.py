@@ -4,6 +4,7 @@
 an extra of the distribution; using a feature without it raises
 :class:`MissingExtra` (an ``ImportError``) whose message says what to install,
 e.g. ``render_mode="human" needs pygame: pip install "doors-gym[render]"``.
+What needs Gymnasium 1.x (the package allows 0.29) says so with :class:`GymnasiumTooOld`.
 """
 
 from __future__ import annotations
@@ -76,15 +77,33 @@ def has_display() -> tuple[bool, str]:
     return True, ""
 
 
+class GymnasiumTooOld(ImportError):
+    """A feature of Gymnasium 1.x was used with Gymnasium 0.29 (``pip install doors-gym`` allows both)."""
+
+
+def require_gymnasium_1(feature: str) -> None:
+    """:class:`GymnasiumTooOld`, in one line naming ``feature`` and the installed version, on Gymnasium < 1.0."""
+    import gymnasium
+
+    if int(gymnasium.__version__.split(".")[0]) < 1:
+        raise GymnasiumTooOld(
+            f"{feature} needs gymnasium>=1.0, and this is gymnasium {gymnasium.__version__}: "
+            "pip install 'gymnasium>=1.0' (Doors-v0 itself, with gymnasium.vector.SyncVectorEnv, works on 0.29)"
+        )
+
+
 class NoDisplay(RuntimeError):
     """A window was asked for where none can be shown."""
+
+
+WAYS_OUT = (
+    "use render_mode='rgb_array' (frames) or 'ansi' (text), or `doors-gym render --out episode.gif` for a video"
+)
+"""What to use instead of a window, said wherever none can be shown."""
 
 
 def require_display(feature: str) -> None:
     """:class:`NoDisplay` naming ``feature`` and the alternatives unless a window can be shown."""
     available, reason = has_display()
     if not available:
-        raise NoDisplay(
-            f"{feature} opens a window, but {reason}: use render_mode='rgb_array' (frames) or 'ansi' (text), "
-            "or `doors-gym render --out episode.gif` for a video; set SDL_VIDEODRIVER=dummy to draw nowhere"
-        )
+        raise NoDisplay(f"{feature} opens a window, but {reason}: {WAYS_OUT}; set SDL_VIDEODRIVER=dummy to draw nowhere")

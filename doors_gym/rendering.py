@@ -9,13 +9,14 @@ absence is reported with the extra to install.
 from __future__ import annotations
 
 import pathlib
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from doors_gym.codes import AGENT, EMPTY, GOAL, NUM_CELL_TYPES, WALL
-from doors_gym.extras import import_pygame, require, require_display
+from doors_gym.extras import WAYS_OUT, NoDisplay, has_display, import_pygame, require
 from doors_gym.pixels import DEFAULT_CELL_PIXELS
 
 __all__ = [
@@ -43,11 +44,13 @@ def grid_to_ansi(grid: np.ndarray) -> str:
 class HumanWindow:
     """A pygame window showing RGB frames at a fixed frame rate.
 
-    It opens on the first :meth:`show` (after checking that a display exists),
-    pumps the event queue on every frame (so the OS never flags it as frozen)
-    and closes on :meth:`close` or when the user closes it. Only pygame's
-    display is initialised: ``pygame.init()`` would start the mixer too, and
-    print audio-driver errors on machines without sound.
+    It opens on the first :meth:`show`, pumps the event queue on every frame
+    (so the OS never flags it as frozen) and closes on :meth:`close` or when
+    the user closes it. Only pygame's display is initialised: ``pygame.init()``
+    would start the mixer too, and print audio-driver errors on machines
+    without sound. Without a display it behaves as Gymnasium's own envs do
+    (CartPole's ``human`` mode): pygame draws offscreen, the frame rate still
+    holds, and opening warns once that nothing will be shown.
     """
 
     def __init__(self, title: str, fps: int) -> None:
@@ -68,11 +71,7 @@ class HumanWindow:
         """
         pygame = import_pygame("render_mode='human'")
         if self._screen is None:
-            require_display("render_mode='human'")
-            pygame.display.init()
-            pygame.display.set_caption(self.title)
-            self._screen = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
-            self._clock = pygame.time.Clock()
+            self._open(pygame, frame.shape[1], frame.shape[0])
         elif poll and self.poll() is None:
             return False
         surface = pygame.surfarray.make_surface(np.ascontiguousarray(frame.transpose(1, 0, 2)))
@@ -80,6 +79,23 @@ class HumanWindow:
         pygame.display.flip()
         self._clock.tick(self.fps)
         return True
+
+    def _open(self, pygame: Any, width: int, height: int) -> None:
+        """Opens the window, or pygame's offscreen surface where no display exists (with a warning)."""
+        available, reason = has_display()
+        try:
+            pygame.display.init()  # without a display, pygame falls back to its offscreen driver
+        except pygame.error as error:
+            raise NoDisplay(f"render_mode='human' opens a window, but {reason or error}: {WAYS_OUT}") from None
+        if not available:
+            warnings.warn(
+                f"render_mode='human' shows nothing: {reason}, so pygame draws offscreen; {WAYS_OUT}",
+                UserWarning,
+                stacklevel=5,
+            )
+        pygame.display.set_caption(self.title)
+        self._screen = pygame.display.set_mode((width, height))
+        self._clock = pygame.time.Clock()
 
     def poll(self) -> list[Any] | None:
         """The pygame events since the last poll; None (and the window closed) if the user closed it."""

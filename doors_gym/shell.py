@@ -62,13 +62,15 @@ class SingleEnvShell(Picklable):
     def render(self) -> np.ndarray | str | None:
         """An RGB frame (``rgb_array``), a text grid (``ansi``) or a window update (``human``).
 
-        As in Gymnasium's own envs, an env with ``render_mode="human"`` builds
-        anywhere (a script may make one only to read its spaces); the first
-        ``render``, which ``reset`` calls in that mode, opens the window.
+        As in Gymnasium's own envs, an env with ``render_mode="human"`` builds,
+        resets and steps anywhere; the first ``render``, which ``reset`` calls
+        in that mode, opens the window, or without a display draws offscreen
+        and warns once (a ``UserWarning``) that nothing will be shown.
 
         Raises:
             doors_gym.extras.MissingExtra: ``human`` without pygame (the ``render`` extra).
-            doors_gym.extras.NoDisplay: ``human`` where no window can be shown, naming the ways out.
+            doors_gym.extras.NoDisplay: ``human`` where pygame can open neither a window nor its offscreen
+                surface, naming the ways out.
         """
         if self.render_mode is None:
             gym.logger.warn(

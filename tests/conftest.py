@@ -1,7 +1,9 @@
-"""Shared test set-up: headless SDL before pygame can load, and reference rules written from SPEC.md."""
+"""Shared test set-up: headless SDL before pygame can load, optional stacks, reference rules from SPEC.md."""
 
 import math
 import os
+import pathlib
+import sys
 import types
 
 os.environ["SDL_VIDEODRIVER"] = "dummy"
@@ -12,6 +14,16 @@ import pytest  # noqa: E402
 
 import doors_gym  # noqa: E402, F401  (registers the ids)
 from doors_gym.core import DoorsParams  # noqa: E402
+
+# Test files ask for optional stacks with `from stacks import needs` (tests/stacks.py).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import stacks  # noqa: E402
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Says whether a missing optional stack skips or fails (``DOORS_GYM_REQUIRE_ALL``)."""
+    setting = "fails" if stacks.require_all() else "skips"
+    return f"optional stacks: a missing one {setting} its tests ({stacks.REQUIRE_ALL_VARIABLE}={stacks.require_all():d})"
 
 MOVES = {0: (0, 0), 1: (0, 1), 2: (1, 0), 3: (0, -1), 4: (-1, 0)}
 """SPEC.md's action table, written out independently of ``doors_gym.core``."""

@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 import pytest
+from stacks import needs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -59,7 +60,7 @@ def test_doc_example_runs(
         if module in EXAMPLE_SOURCES:
             monkeypatch.syspath_prepend(str(EXAMPLE_SOURCES[module]))
         if module not in sys.stdlib_module_names and module not in ("doors_gym", "doors_gym_baselines"):
-            pytest.importorskip(module)
+            needs(module)
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"{path.relative_to(ROOT)} block {index}", "exec"), {"__name__": "doc_example"})
     printed = capsys.readouterr().out
@@ -81,7 +82,7 @@ def test_the_modules_docstring_examples_run_as_written(name: str) -> None:
     import importlib
 
     if name.startswith("doors_gym.jax"):
-        pytest.importorskip("jax")
+        needs("jax")
     module = importlib.import_module(name)
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert tried > 0 and failures == 0, f"{name}: {failures} of {tried} examples failed"

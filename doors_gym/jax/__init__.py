@@ -17,9 +17,10 @@
 ((225,), 'int16', 'float32')
 """
 
-from doors_gym.extras import require
+from doors_gym.extras import require, require_gymnasium_1
 
 require("jax", "DoorsJax-v0 (doors_gym.jax)")
+require_gymnasium_1("DoorsJax-v0 (doors_gym.jax: the FuncEnv, the JAX shells, DoorsGymnax)")
 
 from doors_gym.core import DoorsParams, DoorsState  # noqa: E402
 from doors_gym.jax.functional import (  # noqa: E402
@@ -27,6 +28,8 @@ from doors_gym.jax.functional import (  # noqa: E402
     batch_reset,
     batch_step,
     checked_step,
+    draw_doors,
+    draw_initial,
     env_step,
     initial,
     observation,
@@ -34,6 +37,7 @@ from doors_gym.jax.functional import (  # noqa: E402
     rollout,
     step,
     step_from_draw,
+    step_from_initial,
     transition_parts,
     where_state,
 )
@@ -50,6 +54,8 @@ __all__ = [
     "batch_reset",
     "batch_step",
     "checked_step",
+    "draw_doors",
+    "draw_initial",
     "env_step",
     "initial",
     "observation",
@@ -57,6 +63,7 @@ __all__ = [
     "rollout",
     "step",
     "step_from_draw",
+    "step_from_initial",
     "transition_parts",
     "where_state",
 ]

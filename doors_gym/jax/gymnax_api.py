@@ -1,26 +1,34 @@
-"""Doors behind gymnax's ``Environment`` API, for the JAX RL ecosystem (PureJaxRL, purejaxql, Stoix).
+"""Doors behind gymnax's ``Environment`` API, for the JAX RL ecosystem (PureJaxRL, purejaxql, rejax, Stoix).
 
 >>> import jax
 >>> from doors_gym.jax import DoorsGymnax
->>> env = DoorsGymnax()
+>>> env = DoorsGymnax(step_api="1.0")
 >>> params = env.default_params
 >>> obs, state = env.reset(jax.random.key(0), params)
->>> obs, state, reward, done, info = env.step(jax.random.key(1), state, 4, params)
+>>> obs, state, reward, terminated, truncated, info = env.step(jax.random.key(1), state, 4, params)
 >>> obs.shape, env.num_actions, env.action_space(params).n
 ((225,), 5, 5)
 
 It is a thin object over the pure functions of :mod:`doors_gym.jax.functional`
 (no second copy of the rules): ``reset`` is :func:`~doors_gym.jax.functional.reset`
-and ``step`` is :func:`~doors_gym.jax.functional.step` with gymnax's five
-outputs. As in gymnax, ``step`` autoresets in the same step and returns one
-``done`` flag; ``info`` keeps what that flag merges, so a learner can still
-bootstrap through time limits: ``info["terminated"]``, ``info["truncated"]``,
+and ``step`` is :func:`~doors_gym.jax.functional.step`. As in gymnax, ``step``
+autoresets in the same step. Its return follows the gymnax the user has
+(``step_api``, :data:`STEP_APIS`):
+
+- ``"1.0"`` (gymnax 1.x, and the default where gymnax is not installed):
+  ``(obs, state, reward, terminated, truncated, info)``, with the observation
+  the episode ended on in ``info["final_observation"]`` as gymnax 1.x's envs
+  put it there (its ``FlattenObservationWrapper`` reads it);
+- ``"0.0"`` (gymnax 0.0.x, the era of PureJaxRL's and purejaxql's scripts and
+  rejax 0.1): ``(obs, state, reward, done, info)``, one ``done`` flag, and
+  ``info["final_observation"]`` only when asked for
+  (``DoorsGymnax(final_observation=True)``): scripts of that era keep ``info``
+  for every step of a trajectory, where the rest of it is one scalar per env.
+
+Either way ``info`` keeps what ``done`` merges, so a learner can bootstrap
+through time limits: ``info["terminated"]``, ``info["truncated"]``,
 ``info["discount"]`` (0.0 only on termination) and ``info["distance"]``, one
-scalar per env each, as gymnax's own envs put there (scripts map over ``info``
-per env and keep it for every step of a trajectory). The observation an episode
-ended on, which a learner needs to bootstrap through truncation, is there too
-only when asked for: ``DoorsGymnax(final_observation=True)`` adds
-``info["final_observation"]``.
+scalar per env each, as gymnax's own envs put there.
 
 Params are :class:`~doors_gym.core.DoorsParams` (a static pytree: every field
 is known at trace time); they carry the field of gymnax's ``EnvParams``,
@@ -32,6 +40,7 @@ checks pass), otherwise minimal classes of the same interface.
 from __future__ import annotations
 
 import functools
+from importlib import metadata
 from typing import Any
 
 import jax
@@ -43,7 +52,18 @@ from doors_gym.jax import functional as F
 from doors_gym.spaces import make_params
 
 FINAL_OBSERVATION = "final_observation"
-"""The ``info`` key of the observation an episode ended on, with ``DoorsGymnax(final_observation=True)``."""
+"""The ``info`` key of the observation an episode ended on (always with ``step_api="1.0"``)."""
+STEP_APIS = ("0.0", "1.0")
+"""gymnax's step protocols: five values with ``done`` (0.0.x), six with ``terminated, truncated`` (1.x)."""
+
+
+def installed_step_api() -> str:
+    """The step protocol of the installed gymnax: ``"0.0"`` for gymnax 0.0.x, else ``"1.0"`` (none installed too)."""
+    try:
+        version = metadata.version("gymnax")
+    except metadata.PackageNotFoundError:
+        return "1.0"
+    return "0.0" if version.split(".")[0] == "0" else "1.0"
 
 
 class Discrete:
@@ -93,11 +113,16 @@ class DoorsGymnax:
     """The Doors rules with gymnax's API: ``reset(key, params)``, ``step(key, state, action, params)``.
 
     Args:
-        final_observation: also put the observation each episode ended on in
+        final_observation: put the observation each episode ended on in
             ``info[FINAL_OBSERVATION]`` (``"final_observation"``), for learners
-            that bootstrap through truncation. Off by default: it is a whole
-            observation per env and step in every stored trajectory, where the
-            rest of ``info`` is one scalar per env.
+            that bootstrap through truncation. None (the default) follows the
+            step protocol: on with ``"1.0"`` (gymnax 1.x's wrappers read it),
+            off with ``"0.0"`` (a whole observation per env and step in every
+            stored trajectory, where the rest of ``info`` is one scalar per env).
+        step_api: ``"0.0"`` (``step`` returns ``obs, state, reward, done,
+            info``) or ``"1.0"`` (``obs, state, reward, terminated, truncated,
+            info``); None (the default) is the installed gymnax's
+            (:func:`installed_step_api`).
         **keywords: the env keywords of ``gym.make`` (``grid_size``,
             ``n_doors``, ``door_cols``, ``max_episode_steps`` with the same
             meaning, ``obs_mode``, ``cell_pixels``, ``colors``), which make
@@ -107,11 +132,18 @@ class DoorsGymnax:
         ValueError: naming a bad keyword and its allowed values.
     """
 
-    def __init__(self, final_observation: bool = False, **keywords: Any) -> None:
+    def __init__(self, final_observation: bool | None = None, step_api: str | None = None, **keywords: Any) -> None:
+        if step_api is None:
+            step_api = installed_step_api()
+        if step_api not in STEP_APIS:
+            raise ValueError(f"step_api={step_api!r} is invalid: expected one of {list(STEP_APIS)} or None")
+        if final_observation is None:
+            final_observation = step_api == "1.0"
         if not isinstance(final_observation, bool):
-            raise ValueError(f"final_observation={final_observation!r} is invalid: expected True or False")
+            raise ValueError(f"final_observation={final_observation!r} is invalid: expected True, False or None")
+        self.step_api = step_api
         self.final_observation = final_observation
-        self._default_params = make_params(**keywords, default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
+        self._default_params = make_params(**keywords, default_limit=core.DEFAULT_TIME_LIMIT)
 
     @property
     def default_params(self) -> DoorsParams:
@@ -136,13 +168,16 @@ class DoorsGymnax:
     @functools.partial(jax.jit, static_argnames=("self", "params"))
     def step(
         self, key: jax.Array, state: DoorsState, action: Any, params: DoorsParams | None = None
-    ) -> tuple[jax.Array, DoorsState, jax.Array, jax.Array, dict[str, jax.Array]]:
-        """``(obs, state, reward, done, info)``; an episode that ends restarts from ``key`` in the same step.
+    ) -> tuple[Any, ...]:
+        """An episode that ends restarts from ``key`` in the same step.
 
-        ``info`` holds scalars: ``terminated`` and ``truncated`` (bool),
-        ``discount`` and ``distance`` (float32); with ``final_observation=True``
-        also ``final_observation``, the observation the step ended on (before
-        any reset), shaped and typed as ``obs``.
+        Returns ``(obs, state, reward, terminated, truncated, info)`` with
+        ``step_api="1.0"``, ``(obs, state, reward, done, info)`` with ``"0.0"``
+        (``done`` is ``terminated | truncated``); reward float32, flags bool
+        scalars. ``info`` holds scalars: ``terminated`` and ``truncated``
+        (bool), ``discount`` and ``distance`` (float32); with
+        ``final_observation`` also ``final_observation``, the observation the
+        step ended on (before any reset), shaped and typed as ``obs``.
         """
         params = params or self.default_params
         obs, new_state, reward, terminated, truncated, step_info = F.step(key, state, action, params)
@@ -154,7 +189,15 @@ class DoorsGymnax:
         }
         if self.final_observation:
             info[FINAL_OBSERVATION] = F.observation(step_info["final_state"], params)
+        if self.step_api == "1.0":
+            return obs, new_state, reward, terminated, truncated, info
         return obs, new_state, reward, terminated | truncated, info
+
+    def observe(
+        self, key: jax.Array, state: DoorsState, action: Any = None, params: DoorsParams | None = None
+    ) -> jax.Array:
+        """The observation of ``state`` (gymnax 1.x's ``observe``; ``key`` and ``action`` are unused)."""
+        return F.observation(state, params or self.default_params)
 
     def action_space(self, params: DoorsParams | None = None) -> Any:
         """``Discrete(5)``."""
@@ -169,6 +212,8 @@ class DoorsGymnax:
             return box(0, core.NUM_CELL_TYPES - 1, (params.num_cells,), core.OBS_DTYPE)
         if mode == "onehot":
             return box(0, 1, (params.height, params.width, core.NUM_CELL_TYPES), core.ONEHOT_DTYPE)
+        if mode == "flat":
+            return box(0.0, 1.0, (params.num_cells * core.NUM_CELL_TYPES,), core.FLAT_DTYPE)
         if mode == "rgb":
             shape = (params.height * params.cell_pixels, params.width * params.cell_pixels, 3)
             return box(0, 255, shape, pixels.RGB_DTYPE)

@@ -4,6 +4,7 @@ import importlib
 
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym.core import DoorsParams
 from doors_gym_baselines import evaluation
@@ -28,7 +29,7 @@ TINY = dict(
 
 def _arm_module(arm: str):
     for stack in ARM_STACKS[arm]:
-        pytest.importorskip(stack)
+        needs(stack)
     return importlib.import_module(f"doors_gym_baselines.{ARM_MODULES[arm]}")
 
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym import cli
 from doors_gym_baselines import evaluation
@@ -101,7 +102,7 @@ def test_flax_scan_learns_with_two_seeds(trained, random_evaluation):
 
 @pytest.mark.slow
 def test_flax_scan_seeds_train_different_parameters(trained):
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     _, result = trained("flax-scan", num_seeds=2)
     stacked = result.model.params
     leaves = jax.tree.leaves(stacked)
@@ -112,7 +113,7 @@ def test_flax_scan_seeds_train_different_parameters(trained):
 
 
 def test_flax_scan_init_depends_on_the_key(load_arm, tiny_config):
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     dqn_flax_scan = load_arm("flax-scan")
     config = DQNConfig.of(**tiny_config)
     init = dqn_flax_scan.make_train(config).init
@@ -135,7 +136,7 @@ def test_flax_scan_init_depends_on_the_key(load_arm, tiny_config):
 
 
 def test_flax_scan_vmapped_init_gives_each_seed_its_own_parameters(load_arm, tiny_config):
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     dqn_flax_scan = load_arm("flax-scan")
     init = dqn_flax_scan.make_train(DQNConfig.of(**tiny_config)).init
     runners = jax.jit(jax.vmap(init))(jax.vmap(jax.random.key)(np.arange(2) + 1))
@@ -149,7 +150,7 @@ def test_flax_scan_vmapped_init_gives_each_seed_its_own_parameters(load_arm, tin
 def test_flax_scan_train_of_a_key_is_the_run_its_segments_make(load_arm):
     """``make_train(config).train(key)`` (PureJaxRL's one scan) and ``init`` + ``run_chunk`` segments (the host
     driver's) are two programs of the same iterations: the same updates, losses to float tolerance."""
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     dqn_flax_scan = load_arm("flax-scan")
     config = DQNConfig.of(
         total_steps=1_600, num_envs=8, learning_starts=400, batch_size=16, buffer_size=800, hidden_sizes=(16,),

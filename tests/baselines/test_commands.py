@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym import cli
 from doors_gym_baselines import arms, compare, serving
@@ -72,7 +73,7 @@ def test_every_flag_has_a_help_line():
 
 
 def test_save_into_a_missing_folder_creates_it_before_training(tmp_path, capsys, monkeypatch):
-    pytest.importorskip("flax")
+    needs("flax")
     path = tmp_path / "new" / "folder" / "model.bin"
     argv = ["train", "--arm", "flax-numpy", "--total-steps", "600", "--learning-starts", "100", "--num-envs", "4"]
     assert cli.main([*argv, "--eval-every", "0", "--quiet", "--save", str(path)]) == 0
@@ -170,7 +171,7 @@ def test_naming_the_arms_imports_no_framework():
 
 @pytest.mark.parametrize("name", ["torch-numpy", "torch-jax", "torch-compile", "flax-numpy", "flax-jax"])
 def test_an_arm_hands_its_own_record_to_the_host_loop(name, monkeypatch):
-    pytest.importorskip("torch" if name.startswith("torch") else "flax")
+    needs("torch" if name.startswith("torch") else "flax")
     from doors_gym_baselines import harness
     from doors_gym_baselines.config import DQNConfig
 

@@ -6,11 +6,12 @@ import csv
 import pathlib
 
 import pytest
+from stacks import needs
 
-mlflow = pytest.importorskip("mlflow")
-pytest.importorskip("matplotlib")
-pytest.importorskip("flax")
-pytest.importorskip("torch")
+mlflow = needs("mlflow")
+needs("matplotlib")
+needs("flax")
+needs("torch")
 
 from doors_gym_baselines import compare  # noqa: E402
 from doors_gym_baselines.config import RunSettings  # noqa: E402

@@ -6,6 +6,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym import core
 from doors_gym.core import AGENT, GOAL, DoorsParams
@@ -60,7 +61,7 @@ def test_replay_buffer_wraps_around_and_caps_its_size():
 
 @pytest.mark.parametrize("capacity", [8, 6])  # a multiple of the batch (one slice per write), and not
 def test_device_replay_buffer_is_a_ring_of_env_states_sampled_as_cells(capacity):
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     from doors_gym.jax import functional as F
     from doors_gym_baselines.harness import device_replay
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from stacks import needs
 
 from doors_gym import cli
 from doors_gym_baselines import cli as baselines_cli
@@ -201,7 +202,7 @@ def no_training(monkeypatch):
 )
 @pytest.mark.parametrize("arm", ["torch-numpy", "flax-jax", "flax-scan"])
 def test_train_with_a_bad_value_exits_2_before_training(arguments, flag, arm, no_training, capsys):
-    pytest.importorskip("torch" if arm.startswith("torch") else "flax")
+    needs("torch" if arm.startswith("torch") else "flax")
     with pytest.raises(SystemExit) as caught:
         cli.main(["train", "--arm", arm, *arguments])
     assert caught.value.code == 2
@@ -220,7 +221,7 @@ def test_batch_larger_than_buffer_on_the_command_line_names_both_flags(no_traini
 
 
 def test_an_arm_module_cli_rejects_a_bad_value_before_training(capsys, monkeypatch):
-    dqn_torch = pytest.importorskip("doors_gym_baselines.dqn_torch")
+    dqn_torch = needs("doors_gym_baselines.dqn_torch")
 
     def forbidden(*args, **kwargs):
         pytest.fail("training started although the config was invalid")
@@ -247,7 +248,7 @@ def test_help_exits_0(command, capsys):
 
 
 def test_python_m_doors_gym_baselines_train_help():
-    pytest.importorskip("torch")
+    needs("torch")
     completed = subprocess.run(
         [sys.executable, "-m", "doors_gym_baselines", "train", "--help"],
         cwd=REPO_ROOT,

@@ -12,9 +12,10 @@ import sys
 import time
 
 import pytest
+from stacks import needs
 
-mlflow = pytest.importorskip("mlflow")
-pytest.importorskip("flax")
+mlflow = needs("mlflow")
+needs("flax")
 
 from doors_gym_baselines import tracking  # noqa: E402
 

@@ -3,6 +3,7 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym import cli, rendering
 from doors_gym_baselines import enjoy
@@ -74,7 +75,7 @@ def test_flax_save_load_gives_identical_q_values(trained, observations, tmp_path
 @pytest.mark.slow
 @pytest.mark.parametrize("seed_index", [0, 1])
 def test_flax_scan_saves_one_seed_in_the_flax_format(trained, observations, tmp_path, seed_index, load_arm):
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     dqn_flax = load_arm("flax")
     dqn_flax_scan, result = trained("flax-scan", num_seeds=FLAX_SCAN_SEEDS)
     path = tmp_path / "scan.msgpack"
@@ -147,7 +148,7 @@ def test_cli_enjoy_writes_a_gif(trained, tmp_path, capsys):
 
 
 def test_cli_enjoy_with_a_missing_file_exits_2(tmp_path, capsys):
-    pytest.importorskip("torch")
+    needs("torch")
     with pytest.raises(SystemExit) as caught:
         cli.main(["enjoy", str(tmp_path / "nowhere.pt"), "--out", str(tmp_path / "x.gif")])
     assert caught.value.code == 2
@@ -184,8 +185,8 @@ def _damaged_files(tmp_path, trained):
     "kind", ["truncated torch", "truncated flax", "empty", "text", "pickle", "foreign zip"]
 )
 def test_every_bad_model_file_is_one_line_naming_the_file(kind, trained, tmp_path, capsys):
-    pytest.importorskip("torch")
-    pytest.importorskip("flax")
+    needs("torch")
+    needs("flax")
     path = _damaged_files(tmp_path, trained)[kind]
     with pytest.raises(SystemExit) as caught:
         cli.main(["enjoy", str(path), "--out", str(tmp_path / "x.gif")])
@@ -197,7 +198,7 @@ def test_every_bad_model_file_is_one_line_naming_the_file(kind, trained, tmp_pat
 
 
 def test_a_model_of_the_other_framework_names_both(trained, tmp_path):
-    pytest.importorskip("torch")
+    needs("torch")
     from doors_gym_baselines.arms import get_arm
 
     dqn_flax, result = trained("flax", "Doors-v0")

@@ -12,9 +12,10 @@ import sys
 import textwrap
 
 import pytest
+from stacks import needs
 
-pytest.importorskip("mlflow")
-pytest.importorskip("optuna")
+needs("mlflow")
+needs("optuna")
 
 DOORS_GYM = pathlib.Path(sys.executable).with_name("doors-gym")
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
+from stacks import needs
 
 BASELINES = pathlib.Path(__file__).resolve().parents[2] / "baselines"
 
@@ -44,8 +44,8 @@ SNAPSHOT = textwrap.dedent(
 
 
 def test_importing_every_module_and_building_the_parser_changes_nothing_process_wide():
-    pytest.importorskip("torch")
-    pytest.importorskip("flax")
+    needs("torch")
+    needs("flax")
     done = subprocess.run([sys.executable, "-c", SNAPSHOT], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
@@ -59,8 +59,8 @@ def test_importing_every_module_and_building_the_parser_changes_nothing_process_
 
 
 def test_a_run_puts_torch_threads_and_the_jax_cache_back(tmp_path):
-    torch = pytest.importorskip("torch")
-    jax = pytest.importorskip("jax")
+    torch = needs("torch")
+    jax = needs("jax")
     from doors_gym_baselines import runtime
 
     threads, cache = torch.get_num_threads(), jax.config.jax_compilation_cache_dir

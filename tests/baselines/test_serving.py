@@ -15,10 +15,11 @@ import urllib.request
 
 import numpy as np
 import pytest
+from stacks import needs
 
-mlflow = pytest.importorskip("mlflow")
-pytest.importorskip("flax")
-pytest.importorskip("torch")
+mlflow = needs("mlflow")
+needs("flax")
+needs("torch")
 
 from doors_gym import cli  # noqa: E402
 from doors_gym_baselines import serving, tracking  # noqa: E402
@@ -85,7 +86,7 @@ def test_pyfunc_predicts_the_arms_own_greedy_actions(logged):
 
 @pytest.mark.slow
 def test_torch_arms_keep_their_native_flavour(logged):
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     _, models = logged
     result, model_uri = models["torch-numpy"]
     native = mlflow.pytorch.load_model(model_uri.replace("/model", "/torch-model"))

@@ -10,6 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym_baselines.config import DQNConfig
 from doors_gym_baselines.metrics import PHASES
@@ -28,7 +29,7 @@ from doors_gym_baselines.metrics import PHASES
     ids=["adam", "sgd", "stabilisers"],
 )  # fmt: skip
 def test_compiled_torch_update_equals_the_eager_one(settings, fixed_batch):
-    pytest.importorskip("torch")
+    needs("torch")
     from doors_gym_baselines.dqn_torch import TorchLearner
     from doors_gym_baselines.dqn_torch_compile import CompiledTorchLearner
 
@@ -54,7 +55,7 @@ def test_compiled_torch_update_equals_the_eager_one(settings, fixed_batch):
 @pytest.mark.slow
 def test_compiled_learners_one_after_another_never_hit_the_recompile_limit():
     # A tuning study builds learner after learner of other shapes in one process: each compiles afresh.
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     from doors_gym_baselines.dqn_torch_compile import CompiledTorchLearner
 
     with torch._dynamo.config.patch(recompile_limit=2):  # one learner compiles two of each
@@ -97,7 +98,7 @@ def test_seeds_spread_over_devices_compute_what_they_compute_alone(isa):
     # them). XLA promises no bitwise equality across batch shapes, and its CPU code generation depends on the
     # host's CPU: each program repeats bit for bit, but two shapes agree bit for bit on some CPUs and not on
     # others (drifting around the 7th digit). The AVX2 case runs a second code generator on any machine.
-    pytest.importorskip("flax")
+    needs("flax")
     env = {**__import__("os").environ, "JAX_NUM_CPU_DEVICES": "2", "JAX_PLATFORMS": "cpu"}
     if isa != "host":
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_cpu_max_isa={isa}".strip()
@@ -115,7 +116,7 @@ def test_seeds_spread_over_devices_compute_what_they_compute_alone(isa):
 
 
 def test_a_device_count_beyond_the_devices_names_the_range():
-    pytest.importorskip("flax")
+    needs("flax")
     from doors_gym_baselines.scan_driver import SeedLayout, seed_devices
 
     with pytest.raises(ValueError, match=r"devices=99 is out of range: expected 1\.\."):
@@ -166,7 +167,7 @@ CACHE_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_the_jax_compilation_cache_serves_a_later_process(tmp_path):
-    pytest.importorskip("flax")
+    needs("flax")
     from doors_gym_baselines.runtime import jax_compilation_cache
 
     with jax_compilation_cache(None) as folder:

@@ -13,10 +13,11 @@ import copy
 
 import numpy as np
 import pytest
+from stacks import needs
 
-torch = pytest.importorskip("torch")
-jax = pytest.importorskip("jax")
-pytest.importorskip("flax")
+torch = needs("torch")
+jax = needs("jax")
+needs("flax")
 
 from doors_gym_baselines.cells import planes  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402

@@ -14,11 +14,12 @@ import time
 
 import numpy as np
 import pytest
+from stacks import needs
 
-optuna = pytest.importorskip("optuna")
-mlflow = pytest.importorskip("mlflow")
-pytest.importorskip("flax")
-pytest.importorskip("torch")
+optuna = needs("optuna")
+mlflow = needs("mlflow")
+needs("flax")
+needs("torch")
 
 from doors_gym_baselines import harness, serving, tracking, tuning  # noqa: E402
 from doors_gym_baselines.tuning import scores, space  # noqa: E402

@@ -13,9 +13,10 @@ import random
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("stable_baselines3")
+torch = needs("torch")
+needs("stable_baselines3")
 from stable_baselines3.common.buffers import ReplayBuffer  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -55,7 +56,7 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int) -> floa
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_cleanrl_dqn_loop_runs_and_its_bookkeeping_adds_up(env_id):
     if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     seed, num_envs, total_timesteps, learning_starts = 1, 4, 2_500, 500
     random.seed(seed)
     np.random.seed(seed)
@@ -124,3 +125,46 @@ def test_cleanrl_dqn_loop_runs_and_its_bookkeeping_adds_up(env_id):
     # Observations went in unchanged: one agent per stored grid, cell codes 0..3.
     assert stored_obs.min() >= 0 and stored_obs.max() <= 3
     assert ((stored_obs == 1).sum(axis=1) == 1).all()
+
+
+def cleanrl_update(q_network, target_network, optimizer, data) -> float:
+    """CleanRL ``dqn.py``'s update, line for line: the sampled observations go into the networks uncast."""
+    with torch.no_grad():
+        target_max, _ = target_network(data.next_observations).max(dim=1)
+        td_target = data.rewards.flatten() + 0.99 * target_max * (1 - data.dones.flatten())
+    old_val = q_network(data.observations).gather(1, data.actions).squeeze()
+    loss = nn.functional.mse_loss(td_target, old_val)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+@pytest.mark.parametrize("env_id", ["Doors-Flat-v0", "Doors-Random-Flat-v0", "Doors-v0"])
+def test_cleanrl_dqn_update_needs_only_the_flat_id(env_id):
+    """CleanRL's script picks the env by ``--env-id`` alone: the flat ids give the float32 ``Box`` its update needs;
+    the grid's int16 stops it at the first update, as the published script does."""
+    num_envs = 2
+    envs = gym.vector.SyncVectorEnv(
+        [make_env(env_id, i) for i in range(num_envs)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+    )
+    q_network, target_network = QNetwork(envs), QNetwork(envs)
+    optimizer = torch.optim.Adam(q_network.parameters(), lr=2.5e-4)
+    rb = ReplayBuffer(
+        1_000, envs.single_observation_space, envs.single_action_space, "cpu", n_envs=num_envs,
+        handle_timeout_termination=False,
+    )  # fmt: skip
+    obs, _ = envs.reset(seed=0)
+    for _ in range(40):
+        actions = np.array([envs.single_action_space.sample() for _ in range(num_envs)])
+        next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+        rb.add(obs, next_obs, actions, rewards, terminations, infos)
+        obs = next_obs
+    envs.close()
+    data = rb.sample(32)
+    if env_id == "Doors-v0":
+        with pytest.raises(RuntimeError, match="dtype"):
+            cleanrl_update(q_network, target_network, optimizer, data)
+        return
+    assert rb.observations.dtype == np.float32 and q_network.network[0].in_features == 15 * 15 * 4
+    assert np.isfinite(cleanrl_update(q_network, target_network, optimizer, data))

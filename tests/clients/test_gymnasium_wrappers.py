@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym import core
 
@@ -14,7 +15,7 @@ ENV_IDS = ["Doors-v0", "DoorsJax-v0"]
 @pytest.fixture(params=ENV_IDS)
 def env_id(request) -> str:
     if request.param == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     return request.param
 
 
@@ -85,7 +86,7 @@ def test_frame_stack_observation_keeps_the_last_frames(env_id):
 
 
 def test_record_video_writes_an_mp4_of_an_episode(env_id, tmp_path):
-    pytest.importorskip("moviepy")
+    needs("moviepy")
     env = gym.wrappers.RecordVideo(
         gym.make(env_id, render_mode="rgb_array", cell_pixels=4),
         video_folder=str(tmp_path / "videos"),
@@ -99,7 +100,7 @@ def test_record_video_writes_an_mp4_of_an_episode(env_id, tmp_path):
 
 
 def test_human_rendering_shows_the_rgb_frames(env_id):
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     env = gym.wrappers.HumanRendering(gym.make(env_id, render_mode="rgb_array", cell_pixels=2))
     assert env.render_mode == "human"
     env.reset(seed=0)
@@ -113,8 +114,8 @@ def test_human_rendering_shows_the_rgb_frames(env_id):
 
 
 def test_jax_to_numpy_and_jax_to_torch_on_doors_jax():
-    jax = pytest.importorskip("jax")
-    torch = pytest.importorskip("torch")
+    jax = needs("jax")
+    torch = needs("torch")
     from gymnasium.wrappers.jax_to_numpy import JaxToNumpy
     from gymnasium.wrappers.jax_to_torch import JaxToTorch
 

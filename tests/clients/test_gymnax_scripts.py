@@ -1,4 +1,8 @@
-"""What the gymnax-family training scripts do with an env, on ``DoorsGymnax`` with only their env line changed.
+"""What the gymnax 0.0.x-era training scripts do with an env, on ``DoorsGymnax`` with only their env line changed.
+
+They need gymnax 0.0.x (its five-value step, its wrappers), as they do for gymnax's own envs: the main venv has
+gymnax 1.x and skips this file; ``.ci/run``'s gymnax 0.0.9 venv runs it (``tests/clients/test_gymnax1.py`` is
+the 1.x counterpart).
 
 Written here in the shape of PureJaxRL's ``ppo.py`` and ``dqn.py`` and purejaxql's ``pqn_gymnax.py``
 (Flax linen networks, optax, gymnax's own ``FlattenObservationWrapper`` and ``LogWrapper``), on tiny
@@ -14,11 +18,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
+from stacks import needs
 
-jax = pytest.importorskip("jax")
-nn = pytest.importorskip("flax.linen")
-optax = pytest.importorskip("optax")
-gymnax_wrappers = pytest.importorskip("gymnax.wrappers.purerl")
+needs("gymnax", major=0)
+jax = needs("jax")
+nn = needs("flax.linen")
+optax = needs("optax")
+gymnax_wrappers = needs("gymnax.wrappers.purerl")
 import jax.numpy as jnp  # noqa: E402
 
 from doors_gym.jax import DoorsGymnax  # noqa: E402

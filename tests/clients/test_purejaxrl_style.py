@@ -1,5 +1,6 @@
 """The gymnax-style env in a PureJaxRL-style client written here: their ``LogWrapper`` pattern and a jitted
-``lax.scan`` over ``vmap``-ed envs; then gymnax's own wrappers around the same env."""
+``lax.scan`` over ``vmap``-ed envs; then the installed gymnax's own wrappers around the same env, and the
+step protocol (``step_api``) that follows the installed gymnax."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
+from stacks import needs
 
-jax = pytest.importorskip("jax")
+jax = needs("jax")
 import jax.numpy as jnp  # noqa: E402
 
 from doors_gym.core import DoorsParams  # noqa: E402
 from doors_gym.jax import DoorsGymnax  # noqa: E402
 from doors_gym.jax import functional as F  # noqa: E402
+from doors_gym.jax.gymnax_api import installed_step_api  # noqa: E402
 
 NUM_ENVS, NUM_STEPS = 16, 300
 
@@ -67,9 +70,10 @@ def make_rollout(env: Any, params: Any):
             obs, state, key = carry
             key, action_key, step_key = jax.random.split(key, 3)
             action = jax.random.randint(action_key, (NUM_ENVS,), 0, env.num_actions)
-            obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            obs, state, reward, *flags, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
                 jax.random.split(step_key, NUM_ENVS), state, action, params
             )
+            done = flags[0] if len(flags) == 1 else flags[0] | flags[1]  # gymnax 0.0.x: done; 1.x: the two
             return (obs, state, key), (obs, reward, done, info)
 
         _, trajectory = jax.lax.scan(body, (obs, state, loop_key), None, length=NUM_STEPS)
@@ -79,8 +83,9 @@ def make_rollout(env: Any, params: Any):
 
 
 @pytest.mark.filterwarnings("ignore:Explicitly requested dtype int64")  # gymnax's Discrete.sample, when installed
-def test_the_gymnax_api():
-    env = DoorsGymnax(grid_size=(9, 21), n_doors=4)
+@pytest.mark.parametrize("step_api", ["0.0", "1.0"])
+def test_the_gymnax_api(step_api):
+    env = DoorsGymnax(grid_size=(9, 21), n_doors=4, step_api=step_api)
     params = env.default_params
     assert params == DoorsParams(grid_size=(9, 21), n_doors=4, max_episode_steps=60)
     assert env.num_actions == 5 and env.action_space(params).n == 5
@@ -89,19 +94,28 @@ def test_the_gymnax_api():
     obs, state = env.reset(key, params)
     assert obs.shape == (189,) and obs.dtype == jnp.int16
     assert bool(env.observation_space(params).contains(obs))
+    np.testing.assert_array_equal(env.observe(key, state, None, params), obs)
     action = env.action_space(params).sample(key)
     assert bool(env.action_space(params).contains(action))
     # The same transition as the pure step function: no second copy of the rules.
     expected = F.step(jax.random.key(1), state, 4, params)
-    obs, new_state, reward, done, info = env.step(jax.random.key(1), state, 4, params)
+    outputs = env.step(jax.random.key(1), state, 4, params)
+    obs, new_state, reward, info = outputs[0], outputs[1], outputs[2], outputs[-1]
     np.testing.assert_array_equal(obs, expected[0])
-    assert float(reward) == float(expected[2]) and bool(done) == bool(expected[3] | expected[4])
-    # One scalar per env, as gymnax's envs put in info; the final observation only when asked for.
+    assert float(reward) == float(expected[2])
+    if step_api == "0.0":
+        assert len(outputs) == 5 and bool(outputs[3]) == bool(expected[3] | expected[4])
+    else:
+        assert len(outputs) == 6 and (bool(outputs[3]), bool(outputs[4])) == (bool(expected[3]), bool(expected[4]))
+    # One scalar per env, as gymnax's envs put in info; the final observation by default with gymnax 1.x's
+    # protocol (its FlattenObservationWrapper reads it), only when asked for with 0.0.x's.
+    final = {"final_observation": (189,)} if step_api == "1.0" else {}
     assert {name: value.shape for name, value in info.items()} == {
         "terminated": (),
         "truncated": (),
         "discount": (),
         "distance": (),
+        **final,
     }
     assert params.max_steps_in_episode == params.max_episode_steps == 60
     for mode, shape in (("onehot", (15, 15, 4)), ("rgb", (30, 30, 3)), ("coords", (4,))):
@@ -110,8 +124,29 @@ def test_the_gymnax_api():
         assert obs.shape == shape == variant.observation_space(variant.default_params).shape
 
 
+def test_the_step_protocol_follows_the_installed_gymnax():
+    from importlib import metadata
+
+    try:
+        expected = "0.0" if metadata.version("gymnax").startswith("0.") else "1.0"
+    except metadata.PackageNotFoundError:
+        expected = "1.0"
+    assert installed_step_api() == expected
+    env = DoorsGymnax()
+    assert env.step_api == expected and env.final_observation == (expected == "1.0")
+    _, state = env.reset(jax.random.key(0))
+    assert len(env.step(jax.random.key(1), state, 0)) == {"0.0": 5, "1.0": 6}[expected]
+    assert DoorsGymnax(step_api="1.0", final_observation=False).final_observation is False
+
+
+@pytest.mark.parametrize("value", ["1", "1.x", 1.0, "legacy"])
+def test_step_api_takes_a_known_protocol_only(value):
+    with pytest.raises(ValueError, match=r"step_api=.* is invalid: expected one of \['0.0', '1.0'\] or None"):
+        DoorsGymnax(step_api=value)
+
+
 def test_purejaxrl_style_scan_over_vmapped_envs():
-    env = LogWrapper(DoorsGymnax(final_observation=True, max_episode_steps=20))
+    env = LogWrapper(DoorsGymnax(final_observation=True, step_api="0.0", max_episode_steps=20))
     obs, rewards, dones, info = make_rollout(env, env.default_params)(jax.random.key(7))
     assert obs.shape == (NUM_STEPS, NUM_ENVS, 225) and rewards.shape == dones.shape == (NUM_STEPS, NUM_ENVS)
     rewards, dones = np.asarray(rewards), np.asarray(dones)
@@ -134,12 +169,14 @@ def test_purejaxrl_style_scan_over_vmapped_envs():
 
 
 def test_gymnax_wrappers_around_doors():
-    gymnax_wrappers = pytest.importorskip("gymnax.wrappers.purerl")
+    gymnax_wrappers = needs("gymnax.wrappers.purerl")
     env = DoorsGymnax(obs_mode="onehot", max_episode_steps=20)
     wrapped = gymnax_wrappers.LogWrapper(gymnax_wrappers.FlattenObservationWrapper(env))
     params = env.default_params
     assert wrapped.observation_space(params).shape == (900,)
-    ours = make_rollout(LogWrapper(env), params)(jax.random.key(3))
+    ours = make_rollout(LogWrapper(DoorsGymnax(obs_mode="onehot", max_episode_steps=20, step_api="0.0")), params)(
+        jax.random.key(3)
+    )
     theirs = make_rollout(wrapped, params)(jax.random.key(3))
     np.testing.assert_array_equal(np.asarray(theirs[0]).reshape(ours[0].shape), np.asarray(ours[0]))
     np.testing.assert_array_equal(np.asarray(theirs[1]), np.asarray(ours[1]))
@@ -152,9 +189,9 @@ def test_gymnax_wrappers_around_doors():
     )
 
 
-@pytest.mark.parametrize("value", [1, "yes", None])
-def test_final_observation_takes_a_bool_only(value):
-    with pytest.raises(ValueError, match=rf"final_observation={value!r} is invalid: expected True or False"):
+@pytest.mark.parametrize("value", [1, "yes"])
+def test_final_observation_takes_a_bool_or_none_only(value):
+    with pytest.raises(ValueError, match=rf"final_observation={value!r} is invalid: expected True, False or None"):
         DoorsGymnax(final_observation=value)
 
 

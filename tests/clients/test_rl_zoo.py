@@ -13,10 +13,11 @@ import subprocess
 import sys
 
 import pytest
+from stacks import needs
 
-pytest.importorskip("torch")
-pytest.importorskip("rl_zoo3")
-yaml = pytest.importorskip("yaml")
+needs("torch")
+needs("rl_zoo3")
+yaml = needs("yaml")
 
 from doors_gym import rl_zoo  # noqa: E402
 

@@ -12,9 +12,10 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
-pytest.importorskip("torch")
-sb3 = pytest.importorskip("stable_baselines3")
+needs("torch")
+sb3 = needs("stable_baselines3")
 from stable_baselines3 import DQN, PPO  # noqa: E402
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
@@ -26,7 +27,7 @@ ENV_IDS = ["Doors-v0", "DoorsJax-v0"]
 
 def skip_without_jax(env_id: str) -> None:
     if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
 
 
 @pytest.mark.parametrize("obs_mode", OBS_MODES)

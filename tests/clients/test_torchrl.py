@@ -12,9 +12,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
-pytest.importorskip("torch")
-torchrl_gym = pytest.importorskip("torchrl.envs.libs.gym")
+needs("torch")
+torchrl_gym = needs("torchrl.envs.libs.gym")
 from torchrl.envs.utils import check_env_specs  # noqa: E402
 
 from doors_gym.core import OBS_MODES  # noqa: E402
@@ -34,7 +35,7 @@ def test_the_working_modes_are_every_mode_but_onehot():
 )
 def test_gym_env_passes_check_env_specs_and_rolls_out(env_id, obs_mode):
     if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     env = torchrl_gym.GymEnv(env_id, obs_mode=obs_mode, cell_pixels=2)
     check_env_specs(env, seed=0)
     key = WORKING_MODES[obs_mode]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 from gymnasium.wrappers import vector as vector_wrappers
 
 NUM_ENVS = 4
@@ -13,7 +14,7 @@ STEPS = 150
 
 def make_vec(env_id: str, mode: str, **kwargs) -> gym.vector.VectorEnv:
     if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     if mode == "native":
         return gym.make_vec(env_id, NUM_ENVS, **kwargs)
     # JAX is loaded in the test process and is multithreaded: async workers start by spawn.
@@ -91,7 +92,7 @@ def test_observation_and_reward_wrappers(env_id, mode):
 
 
 def test_jax_to_numpy_vector_wrapper_on_jax_arrays():
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     envs = gym.make_vec("DoorsJax-v0", NUM_ENVS, array_type="jax")
     obs, info = envs.reset(seed=0)
     assert isinstance(obs, jax.Array) and isinstance(info["distance"], jax.Array)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from stacks import needs
 
 from doors_gym import cli, core, rendering
 
@@ -50,7 +51,7 @@ def test_render_to_gif_with_a_custom_layout(tmp_path, capsys):
 
 
 def test_render_with_the_jax_env(tmp_path, capsys):
-    pytest.importorskip("jax")
+    needs("jax")
     out = tmp_path / "jax.mp4"
     argv = ["render", "--env", "DoorsJax-v0", "--policy", "random", "--max-episode-steps", "8", "--out", str(out)]
     assert cli.main(argv) == 0
@@ -141,7 +142,7 @@ def test_python_dash_m_help_in_a_subprocess():
 
 
 def test_keys_to_action_maps_arrows_wasd_and_space():
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     mapping = cli.keys_to_action()
     expected = {
         (pygame.K_RIGHT,): core.RIGHT,
@@ -160,7 +161,7 @@ def test_keys_to_action_maps_arrows_wasd_and_space():
 
 
 def test_play_steps_on_key_presses_and_quits_on_window_close(monkeypatch, capsys):
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     import gymnasium as gym
 
     actions_taken = []
@@ -186,3 +187,60 @@ def test_play_steps_on_key_presses_and_quits_on_window_close(monkeypatch, capsys
     assert actions_taken[:2] == [core.UP, core.RIGHT]
     assert not script
     assert "arrows or WASD" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("env", ["Doors-v0", "DoorsJax-v0"])
+def test_render_a_level_by_name_at_its_time_limit_and_cell_size(tmp_path, capsys, env):
+    if env == "DoorsJax-v0":
+        needs("jax")
+    out = tmp_path / "level.gif"
+    argv = ["render", "--level", "31x31", "--env", env, "--policy", "random", "--out", str(out), "--seed", "1"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "in 248 steps, truncated" in printed or "reached the goal" in printed
+    assert rendering.read_video_frame_count(out) > 1
+    import cv2
+
+    ok, animation = cv2.imreadanimation(str(out))
+    assert ok and animation.frames[0].shape[:2] == (620, 620)  # 20 pixels a cell: the 24 of render, within 640
+
+
+def test_render_with_walls_and_random_doors_flags(tmp_path, capsys):
+    out = tmp_path / "walls.gif"
+    argv = ["render", "--grid-size", "9", "9", "--n-walls", "2", "--doors", "random", "--n-doors", "1"]
+    assert cli.main([*argv, "--policy", "random", "--out", str(out), "--max-episode-steps", "5"]) == 0
+    assert "in 5 steps" in capsys.readouterr().out
+
+
+LEVEL_FLAG_ERRORS = [
+    (["--level", "huge"], "argument --level: invalid choice: 'huge'"),
+    (["--doors", "shuffled"], "argument --doors: invalid choice: 'shuffled'"),
+    (["--n-walls", "8"], "--n-walls 8 is too many for --grid-size (15, 15)"),
+    (["--doors", "random", "--door-cols", "1", "2"], "--door-cols [1, 2] contradicts --doors 'random'"),
+    (["--level", "3Walls", "--n-walls", "2"], "--level '3Walls' sets the layout: --n-walls 2 cannot be given"),
+    (["--level", "Random", "--grid-size", "9", "9"], "--level 'Random' sets the layout: --grid-size (9, 9)"),
+    (["--grid-size", "91", "91"], "--grid-size (91, 91) is out of range: H * W = 8281 cells"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), LEVEL_FLAG_ERRORS, ids=[" ".join(f) for f, _ in LEVEL_FLAG_ERRORS])
+def test_bad_level_flags_exit_with_code_2_naming_the_flag(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["render", *flags, "--out", str(tmp_path / "x.gif")])
+    assert caught.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_level_flags_leave_the_plugged_in_commands_time_limit_alone():
+    parser = cli.build_parser()
+    commands = next(action for action in parser._actions if action.dest == "command").choices
+    render = commands["render"].parse_args(["--out", "x.gif"])
+    assert render.max_episode_steps is None and render.level is None
+    assert render.cell_pixels is None and render.largest_cell_pixels == 24
+    for name in (name for name in commands if name not in ("play", "render")):  # oracle and the plugged-in ones
+        limit = commands[name].get_default("max_episode_steps")
+        assert limit in (None, core.DEFAULT_MAX_EPISODE_STEPS) and commands[name].get_default("level") is None
+        if any(action.dest == "max_episode_steps" for action in commands[name]._actions):
+            assert limit == core.DEFAULT_MAX_EPISODE_STEPS, name
+        if any(action.dest == "cell_pixels" for action in commands[name]._actions):
+            assert commands[name].get_default("cell_pixels") is not None, name

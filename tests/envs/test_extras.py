@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 import pytest
+from stacks import needs
 
 
 def run_python(code: str, *, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -80,7 +81,7 @@ def test_a_human_env_builds_headless_and_reads_its_spaces(env_id, block_pygame):
     """Gymnasium's convention (CartPole's too): making the env needs neither a display nor pygame, so a script
     that builds a human env only to read its spaces (Tianshou's examples do) runs on a headless machine."""
     if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     block = "import sys; sys.modules['pygame'] = None\n" if block_pygame else ""
     code = f"""import gymnasium as gym, doors_gym
 env = gym.make({env_id!r}, render_mode="human")
@@ -92,34 +93,8 @@ env.close()
     assert result.stdout == "human (225,) 5\n"
 
 
-@pytest.mark.parametrize("env_id", ["Doors-v0", "DoorsJax-v0"])
-def test_the_first_human_render_without_a_display_says_so_in_one_line(env_id):
-    pytest.importorskip("pygame")
-    if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
-    result = run_python(
-        f"""
-        import gymnasium as gym, doors_gym
-        from doors_gym.extras import NoDisplay
-        env = gym.make({env_id!r}, render_mode="human")
-        for call in (lambda: env.reset(seed=0), env.render):  # reset renders in human mode, as CartPole's does
-            try:
-                call()
-            except NoDisplay as error:
-                print(error)
-        """,
-        env=headless_env(),
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert len(lines) == 2 and lines[0] == lines[1]
-    assert lines[0].startswith("render_mode='human' opens a window, but no display was found")
-    for way_out in ("render_mode='rgb_array'", "'ansi'", "doors-gym render --out", "SDL_VIDEODRIVER=dummy"):
-        assert way_out in lines[0]
-
-
 def test_play_without_a_display_exits_with_one_line():
-    pytest.importorskip("pygame")
+    needs("pygame")
     result = run_python("import sys; from doors_gym.cli import main; sys.exit(main(['play']))", env=headless_env())
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "no display was found" in result.stderr
@@ -134,7 +109,7 @@ def test_play_without_a_display_exits_with_one_line():
 
 def test_human_rendering_prints_no_audio_or_banner_noise():
     """Only pygame's display starts: no mixer, so no ALSA errors on a machine without sound, and no banner."""
-    pytest.importorskip("pygame")
+    needs("pygame")
     env = {**headless_env(), "SDL_VIDEODRIVER": "dummy"}
     result = run_python(
         """

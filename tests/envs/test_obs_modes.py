@@ -7,6 +7,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 from gymnasium.utils.env_checker import check_env
 
 from doors_gym import core
@@ -18,7 +19,7 @@ ENV_IDS = ["Doors-v0", "DoorsJax-v0"]
 
 def make(env_id: str, **kwargs):
     if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
     return gym.make(env_id, **kwargs)
 
 
@@ -75,7 +76,7 @@ def test_a_bad_obs_mode_names_the_value_and_the_choices():
     assert "obs_mode='pixels'" in message
     for mode in OBS_MODES:
         assert repr(mode) in message
-    jax = pytest.importorskip("jax")  # noqa: F841
+    jax = needs("jax")  # noqa: F841
     with pytest.raises(ValueError, match="obs_mode='pixels'"):
         gym.make_vec("DoorsJax-v0", 2, obs_mode="pixels")
 

@@ -1,8 +1,14 @@
 """Every render mode of ``Doors-v0`` and the video helpers of ``doors_gym.rendering``."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym import rendering
 from doors_gym.envs.doors import DoorsEnv
@@ -103,7 +109,7 @@ def test_ansi_text_after_termination_has_no_goal():
 
 
 def test_human_mode_renders_through_reset_and_step_and_closes_twice():
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     env = gym.make("Doors-v0", render_mode="human", cell_pixels=4)
     env.reset(seed=0)
     assert pygame.display.get_init()
@@ -121,7 +127,7 @@ def test_human_mode_renders_through_reset_and_step_and_closes_twice():
 
 
 def test_human_window_shows_the_frame():
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     env = DoorsEnv(render_mode="human", cell_pixels=2)
     try:
         env.reset(seed=0, options={"agent_pos": AGENT_POS, "goal_pos": GOAL_POS})
@@ -132,8 +138,55 @@ def test_human_window_shows_the_frame():
         env.close()
 
 
+HEADLESS_HUMAN_EPISODE = """
+import warnings
+import gymnasium as gym, doors_gym
+warnings.simplefilter("always")  # every warning, not Python's once per place: the env itself warns once
+env = gym.make({env_id!r}, render_mode="human")
+obs, info = env.reset(seed=0)
+steps = 0
+for action in (4, 4, 1):
+    env.step(action)
+    steps += 1
+print(env.render(), steps)
+env.close()
+"""
+
+
+def run_headless(code: str) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter with no display and no SDL driver chosen (no sound either)."""
+    drop = {"DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"}
+    env = {key: value for key, value in os.environ.items() if key not in drop}
+    env["SDL_AUDIODRIVER"] = "dummy"
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def test_cartpole_builds_resets_and_steps_in_human_mode_without_a_display():
+    """What Gymnasium's own env does headless, the behaviour the next test holds ours to."""
+    needs("pygame")
+    result = run_headless(HEADLESS_HUMAN_EPISODE.format(env_id="CartPole-v1").replace("(4, 4, 1)", "(0, 1, 0)"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "None 3\n"
+
+
+@pytest.mark.parametrize("env_id", ["Doors-v0", "DoorsJax-v0"])
+def test_human_mode_without_a_display_builds_resets_steps_and_warns_once(env_id):
+    needs("pygame")
+    if env_id == "DoorsJax-v0":
+        needs("jax")
+    result = run_headless(HEADLESS_HUMAN_EPISODE.format(env_id=env_id))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "None 3\n"
+    warning = "UserWarning: render_mode='human' shows nothing: no display was found"
+    assert result.stderr.count(warning) == 1, result.stderr
+    for way_out in ("render_mode='rgb_array'", "'ansi'", "doors-gym render --out"):
+        assert way_out in result.stderr
+
+
 def test_rgb_array_rendering_never_opens_a_window():
-    pygame = pytest.importorskip("pygame")
+    pygame = needs("pygame")
     env = gym.make("Doors-v0", render_mode="rgb_array")
     env.reset(seed=0)
     for _ in range(3):
@@ -145,7 +198,7 @@ def test_rgb_array_rendering_never_opens_a_window():
 
 
 def test_record_video_writes_an_mp4(tmp_path):
-    pytest.importorskip("moviepy")
+    needs("moviepy")
     env = gym.wrappers.RecordVideo(
         gym.make("Doors-v0", render_mode="rgb_array"),
         video_folder=str(tmp_path / "videos"),

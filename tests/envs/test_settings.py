@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym import core
 
@@ -16,7 +17,7 @@ NO_LIMIT_STEPS = 150
 
 def skip_without_jax(env_id: str) -> None:
     if env_id == "DoorsJax-v0":
-        pytest.importorskip("jax")
+        needs("jax")
 
 
 def make_vec(env_id: str, mode: str, **kwargs) -> gym.vector.VectorEnv:
