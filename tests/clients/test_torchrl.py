@@ -20,7 +20,7 @@ from torchrl.envs.utils import check_env_specs  # noqa: E402
 
 from doors_gym.core import OBS_MODES  # noqa: E402
 
-WORKING_MODES = {"grid": "observation", "coords": "observation", "rgb": "pixels"}
+WORKING_MODES = {"grid": "observation", "coords": "observation", "rgb": "pixels", "flat": "observation"}
 """The modes ``GymEnv`` reads, and the key TorchRL gives the observation (a uint8 image is ``pixels``)."""
 NUM_STEPS = 70  # more than the 60-step limit: the rollout crosses an episode's end
 
