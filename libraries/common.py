@@ -136,6 +136,7 @@ class PhaseClock:
     """Seconds by phase, gathered by timing a library's own methods (:meth:`wrap`)."""
 
     seconds: dict[str, float] = dataclasses.field(default_factory=lambda: collections.defaultdict(float))
+    wrapped: list[tuple[Any, str]] = dataclasses.field(default_factory=list)
 
     def wrap(self, owner: Any, attribute: str, phase: str, first_call: str | None = None) -> None:
         """Times every call of ``owner.attribute`` into ``phase`` (its first call into ``first_call`` if given:
@@ -153,6 +154,13 @@ class PhaseClock:
                 self.seconds[into] += time.perf_counter() - began
 
         setattr(owner, attribute, timed)
+        self.wrapped.append((owner, attribute))
+
+    def unwrap(self) -> None:
+        """Takes the timed methods off again (so that pickling an owner does not pickle the closures)."""
+        for owner, attribute in reversed(self.wrapped):
+            delattr(owner, attribute)
+        self.wrapped.clear()
 
     def phases(self, **more: float) -> dict[str, float]:
         """The timed phases with ``more`` added."""

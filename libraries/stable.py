@@ -123,6 +123,7 @@ def train(config: Config, trial: Any, arm: Arm) -> TrainResult:
 
         schedule = EvaluationSchedule(evaluate, history, trial, config)
         agent.learn(total_timesteps=run.total_steps, callback=protocol_callback(library, window, schedule, run.total_steps))
+        clock.unwrap()
         step = int(agent.num_timesteps)
         last = schedule.final(step)
         env.close()
@@ -149,9 +150,11 @@ def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
 
 
 def load_with(arm: Arm, path: str) -> tuple[str, StableModel, Config]:
-    """``(arm name, model, config)`` of a file :func:`save_model` wrote for ``arm`` (read by ``DQN.load``)."""
+    """``(arm name, model, config)`` of a file :func:`save_model` wrote for ``arm`` (read by ``DQN.load``, for play:
+    its replay buffer holds one transition)."""
     library = library_of(arm)
     module = arm.module()
     name, archive, config = read_archive(path, arm.hyperparameters)
-    agent = library.DQN.load(io.BytesIO(archive), device="cpu")
+    # To play it needs no replay buffer: a one-transition one instead of the run's (SB3 allocates it at load).
+    agent = library.DQN.load(io.BytesIO(archive), device="cpu", buffer_size=1)
     return name, StableModel(agent, config, module.q_values), config
