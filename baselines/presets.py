@@ -81,7 +81,8 @@ def check_preset(spec: str) -> None:
         return
     own = plugged_in_preset_names()
     if spec not in own:
-        raise ValueError(f"preset={spec!r} is neither one of {[*NAMES, *own]} nor a file")
+        others = f" nor one of the installed arms' own, {own}" if own else ""
+        raise ValueError(f"preset={spec!r} is neither one of {list(NAMES)} nor a file{others}")
 
 
 def plugged_in_preset_names() -> list[str]:
