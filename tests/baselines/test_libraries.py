@@ -160,3 +160,17 @@ def test_a_tracked_cli_run_logs_a_model_that_enjoy_plays(tmp_path):
     assert config.hyperparameters.net_arch == (32, 32)
     obs = example_observations(config.params, 1)[0]
     assert policy(obs) in range(5)
+
+
+@pytest.mark.parametrize("name", list(LIBRARIES))
+def test_its_search_space_samples_its_own_hyperparameters(name):
+    optuna = needs("optuna")
+    from doors_gym_baselines.tuning.space import space_of, suggest_hyperparameters
+
+    arm = ARMS[name]
+    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
+    sampled = suggest_hyperparameters(trial, arm.hyperparameters(), space_of(arm))
+    assert isinstance(sampled, arm.hyperparameters)
+    for coordinate in arm.search_space:  # every coordinate set the field it names, within its range
+        value = coordinate.scale.coordinate(getattr(sampled, coordinate.target))
+        assert coordinate.low - 1e-9 <= value <= coordinate.high + 1e-9, coordinate.name
