@@ -9,7 +9,8 @@ themselves, declared with :func:`field`), its search space (:class:`Range`, in t
 env steps, reports to ``trial``, the stop when solved), makes each evaluation's row with :func:`history_row`
 from :class:`Evaluation` and :class:`TrainingFigures`, and returns :func:`finish`'s :class:`TrainResult`.
 :func:`encode` finds the agent's and the goal's cells of grid observations (:data:`HIDDEN` where a cell is
-hidden: the goal under the agent).
+hidden: the goal under the agent). :func:`torch_threads` and :func:`jax_compilation_cache` apply the run settings
+of the same names (``config.run.torch_threads``, ``config.run.jax_cache``) around an arm's training.
 """
 
 from .arm import Arm, ArmProtocol, StudyFigures, arm_for_env
@@ -19,6 +20,7 @@ from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_ro
 from .harness import EvaluationSchedule, Reporter, finish
 from .metrics import HistoryRow, TrainResult
 from .ranges import LINEAR, ONE_MINUS, POWER_OF_TWO, Range, Scale
+from .runtime import jax_compilation_cache, torch_threads
 
 __all__ = [
     "HIDDEN",
@@ -44,4 +46,6 @@ __all__ = [
     "field",
     "finish",
     "history_row",
+    "jax_compilation_cache",
+    "torch_threads",
 ]

@@ -75,9 +75,30 @@ def preset_field(what: str) -> Any:
 
 
 def check_preset(spec: str) -> None:
-    """``ValueError`` unless ``spec`` is a built-in preset's name or an existing file."""
-    if spec not in NAMES and not pathlib.Path(spec).is_file():
-        raise ValueError(f"preset={spec!r} is neither one of {list(NAMES)} nor a file")
+    """``ValueError`` unless ``spec`` is a built-in preset's name, a plug-in arm's own preset's name
+    (:attr:`Arm.presets`) or an existing file."""
+    if spec in NAMES or pathlib.Path(spec).is_file():
+        return
+    own = plugged_in_preset_names()
+    if spec not in own:
+        others = f" nor one of the installed arms' own, {own}" if own else ""
+        raise ValueError(f"preset={spec!r} is neither one of {list(NAMES)} nor a file{others}")
+
+
+def plugged_in_preset_names() -> list[str]:
+    """The names of the presets the installed plug-in arms bring (arms that fail to load are left out)."""
+    from .arms import ARMS
+
+    names: list[str] = []
+    for arm in ARMS:
+        if ARMS.is_builtin(arm):
+            continue
+        try:
+            own = ARMS[arm].presets
+        except (ImportError, ValueError):
+            continue
+        names.extend(name for name in own if name not in NAMES and name not in names)
+    return names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +193,8 @@ def load_preset(spec: str, arm: str) -> Preset:
             )
         return dataclasses.replace(read_preset(path), name="tuned")
     check_preset(spec)
+    if not pathlib.Path(spec).is_file():
+        raise ValueError(f"preset={spec!r} is not one of the {arm} arm's: expected one of {[*NAMES, *own]} or a file")
     return read_preset(pathlib.Path(spec), hyperparameters_of(arm))
 
 

@@ -29,9 +29,18 @@ EXTRAS = {
     "matplotlib": "baselines",
     "yaml": "zoo",
     "rl_zoo3": "zoo",
+    "stable_baselines3": "sb3",
+    "sbx": "sbx",
+    "rejax": "rejax",
 }
 """The extra of ``doors-gym`` that installs each optional top-level module."""
-DISTRIBUTION_NAMES = {"cv2": "opencv-python-headless", "pygame": "pygame-ce", "yaml": "pyyaml"}
+DISTRIBUTION_NAMES = {
+    "cv2": "opencv-python-headless",
+    "pygame": "pygame-ce",
+    "yaml": "pyyaml",
+    "stable_baselines3": "stable-baselines3",
+    "sbx": "sbx-rl",
+}
 
 
 class MissingExtra(ImportError):

@@ -1,0 +1,206 @@
+"""What the library arms share: their record, their model archive, their training figures and their phase clock.
+
+Every library arm keeps its agent in the library's own format inside a zip archive (Stable-Baselines3 and SBX
+write one themselves; rejax has no format of its own, so its parameters go in as Flax msgpack) to which
+:func:`write_archive` adds one entry, :data:`META` (the arm's name and its config as JSON): the library still
+loads the archive (``DQN.load``), and :class:`LibraryArm` recognises its own files by that entry.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import io
+import json
+import pathlib
+import time
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from doors_gym import core
+from doors_gym_baselines.api import Arm, Config, TrainingFigures
+
+META = "doors_gym.json"
+"""The archive entry that names the arm and holds the config."""
+PRESETS = pathlib.Path(__file__).with_name("presets")
+"""The library arms' preset files: ``<arm>-<preset>.yml``."""
+OBSERVATIONS = ("grid", "flat")
+"""What a library's network sees: the grid of cell codes (``H * W`` int16, the env's default) or its one-hot
+``flat`` form (``H * W * 4`` float32; the features Stable-Baselines3 makes of the grid itself)."""
+
+
+class LibraryArm(Arm):
+    """An :class:`~doors_gym_baselines.api.Arm` whose model files are zip archives holding :data:`META`."""
+
+    def recognises(self, path: pathlib.Path) -> bool:
+        """Whether ``path`` is an archive this arm wrote (its :data:`META` names this arm)."""
+        try:
+            return read_meta(path)[0] == self.name
+        except ValueError:
+            return False
+
+
+def presets(arm: str, names: tuple[str, ...]) -> dict[str, str]:
+    """The preset files of ``arm`` by name (``presets/<arm>-<name>.yml``)."""
+    return {name: str(PRESETS / f"{arm}-{name}.yml") for name in names}
+
+
+def write_archive(path: str, archive: bytes, arm: str, config: Config) -> None:
+    """Writes the zip ``archive`` (a library's own model file) to ``path`` with :data:`META` added."""
+    buffer = io.BytesIO(archive)
+    with zipfile.ZipFile(buffer, "a") as handle:
+        handle.writestr(META, json.dumps({"arm": arm, "config": config.to_dict()}))
+    pathlib.Path(path).write_bytes(buffer.getvalue())
+
+
+def read_meta(path: str | pathlib.Path) -> tuple[str, dict[str, Any]]:
+    """``(arm name, config as a dict)`` of an archive :func:`write_archive` wrote; ``ValueError`` otherwise."""
+    try:
+        with zipfile.ZipFile(path) as handle:
+            values = json.loads(handle.read(META))
+    except (OSError, zipfile.BadZipFile, KeyError, json.JSONDecodeError) as error:
+        raise ValueError(f"{str(path)!r} is not a doors-gym library model archive: {error}") from None
+    return values["arm"], values["config"]
+
+
+def read_archive(path: str, hyperparameters: type) -> tuple[str, bytes, Config]:
+    """``(arm name, the archive's bytes, config)`` of a file :func:`write_archive` wrote."""
+    arm, values = read_meta(path)
+    return arm, pathlib.Path(path).read_bytes(), Config.from_dict(values, hyperparameters)
+
+
+def flat_observations(obs: np.ndarray, num_cells: int) -> np.ndarray:
+    """Grid observations ``(batch, H * W)`` as the ``flat`` one-hot ``(batch, H * W * 4)`` float32."""
+    grid = np.asarray(obs).reshape(-1, num_cells).astype(np.intp)
+    return np.eye(core.NUM_CELL_TYPES, dtype=np.float32)[grid].reshape(len(grid), -1)
+
+
+class EpisodeWindow:
+    """The training figures of the last ``episodes`` finished episodes (return, length, success)."""
+
+    def __init__(self, episodes: int) -> None:
+        self.window: collections.deque[tuple[float, int, bool]] = collections.deque(maxlen=episodes)
+
+    def add(self, episode_return: float, length: int, success: bool) -> None:
+        """Adds one finished episode."""
+        self.window.append((float(episode_return), int(length), bool(success)))
+
+    def figures(self) -> TrainingFigures:
+        """Rolling reward (their reward over their steps), success rate, mean return and length; NaN before one."""
+        if not self.window:
+            return TrainingFigures()
+        returns, lengths, success = (np.array(column) for column in zip(*self.window))
+        return TrainingFigures(
+            rolling_reward=float(returns.sum() / lengths.sum()),
+            train_success_rate=float(success.mean()),
+            train_episode_return=float(returns.mean()),
+            train_episode_length=float(lengths.mean()),
+        )
+
+
+class SegmentWindow:
+    """The training figures of a run seen only as totals per segment (reward and steps of the episodes that
+    ended in it, their count and successes): the window is the fewest trailing segments holding ``episodes``
+    episodes (all of them before that many have ended), so it is rounded up to whole segments."""
+
+    def __init__(self, episodes: int) -> None:
+        self.episodes = episodes
+        self.segments: list[np.ndarray] = []
+
+    def add(self, reward: float, steps: float, episodes: float, successes: float) -> None:
+        """Adds one segment's totals."""
+        self.segments.append(np.array([reward, steps, episodes, successes], dtype=np.float64))
+
+    def figures(self) -> TrainingFigures:
+        """Rolling reward and success rate over the window; NaN before the first episode ends."""
+        totals = np.zeros(4)
+        for segment in reversed(self.segments):
+            totals += segment
+            if totals[2] >= self.episodes:
+                break
+        if totals[2] == 0:
+            return TrainingFigures()
+        return TrainingFigures(
+            rolling_reward=float(totals[0] / totals[1]),
+            train_success_rate=float(totals[3] / totals[2]),
+            train_episode_return=float(totals[0] / totals[2]),
+            train_episode_length=float(totals[1] / totals[2]),
+        )
+
+
+@dataclasses.dataclass
+class PhaseClock:
+    """Seconds by phase, gathered by timing a library's own methods (:meth:`wrap`)."""
+
+    seconds: dict[str, float] = dataclasses.field(default_factory=lambda: collections.defaultdict(float))
+    wrapped: list[tuple[Any, str]] = dataclasses.field(default_factory=list)
+
+    def wrap(self, owner: Any, attribute: str, phase: str, first_call: str | None = None) -> None:
+        """Times every call of ``owner.attribute`` into ``phase`` (its first call into ``first_call`` if given:
+        where a jitted function compiles); the instance attribute shadows the method."""
+        method: Callable[..., Any] = getattr(owner, attribute)
+        calls = [0]
+
+        def timed(*args: Any, **keywords: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return method(*args, **keywords)
+            finally:
+                calls[0] += 1
+                into = first_call if first_call and calls[0] == 1 else phase
+                self.seconds[into] += time.perf_counter() - began
+
+        setattr(owner, attribute, timed)
+        self.wrapped.append((owner, attribute))
+
+    def unwrap(self) -> None:
+        """Takes the timed methods off again (so that pickling an owner does not pickle the closures)."""
+        for owner, attribute in reversed(self.wrapped):
+            delattr(owner, attribute)
+        self.wrapped.clear()
+
+    def phases(self, **more: float) -> dict[str, float]:
+        """The timed phases with ``more`` added."""
+        return {**self.seconds, **more}
+
+
+def check_positive(instance: Any, *names: str, minimum: int = 1) -> None:
+    """``ValueError`` naming each of ``names`` of ``instance`` that is not an integer ``>= minimum``."""
+    for name in names:
+        value = getattr(instance, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{name}={value!r} is out of range: expected an integer >= {minimum}")
+
+
+def check_unit(instance: Any, *names: str, low_open: bool = False) -> None:
+    """``ValueError`` naming each of ``names`` of ``instance`` that is not a number in [0, 1] ((0, 1] if
+    ``low_open``)."""
+    for name in names:
+        value = getattr(instance, name)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not (0.0 < value <= 1.0 if low_open else 0.0 <= value <= 1.0):
+            raise ValueError(f"{name}={value!r} is out of range: expected a number in {'(0' if low_open else '[0'}, 1]")
+
+
+def check_choice(instance: Any, name: str, allowed: tuple[Any, ...]) -> None:
+    """``ValueError`` naming ``name`` unless its value is one of ``allowed``."""
+    value = getattr(instance, name)
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not supported: expected one of {list(allowed)}")
+
+
+def check_sizes(instance: Any, name: str) -> None:
+    """``ValueError`` unless ``name`` is a tuple of one or more integers >= 1 (layer widths)."""
+    sizes = getattr(instance, name)
+    if not sizes or any(isinstance(width, bool) or not isinstance(width, int) or width < 1 for width in sizes):
+        raise ValueError(f"{name}={sizes!r} is invalid: expected one or more integers >= 1")
+
+
+def check_learning_rate(instance: Any) -> None:
+    """``ValueError`` unless ``learning_rate`` is a finite number > 0."""
+    value = instance.learning_rate
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < float("inf")):
+        raise ValueError(f"learning_rate={value!r} is out of range: expected a finite number > 0")
