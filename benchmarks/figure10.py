@@ -19,6 +19,10 @@ Timed in one process, one after the other, with random actions:
 
 Writes ``figure10.md``, ``figure10.csv`` and ``figure10.png`` (log axes) to
 ``--out-dir``. Compile time is reported apart and not counted in the rates.
+
+``--levels NAME ...`` (or ``all``) times instead, at every size and level, the native NumPy vector env
+and the JAX ``scan(batch_step)``, each beside the floor of writing its observations once (a plain
+copy of the same bytes, measured just before it), and writes ``figure10_levels.md``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import doors_gym  # noqa: E402,F401
+from doors_gym.levels import LEVEL_NAMES  # noqa: E402
+from _levels import measure_level, now, scan_step, speed_table, thread_settings, vector_step  # noqa: E402
 from _timing import Measurement, human_rate, machine_line, markdown_table, time_rounds, verdict  # noqa: E402
 
 SIZES = (1, 4, 16, 64, 256, 1024, 4096)
@@ -189,6 +195,35 @@ def available(module: str) -> bool:
     return True
 
 
+def level_sweep(names: list[str], sizes: tuple[int, ...], seconds: float, out_dir: pathlib.Path) -> str:
+    """The native vector env and the JAX scan at every size and level against the floor; writes the report."""
+    from doors_gym.levels import get_level
+
+    rows = []
+    for name in LEVEL_NAMES if names == ["all"] else names:
+        level = get_level(name)
+        params = level.params()
+        methods = [
+            ("native vector env", n, lambda n=n: vector_step(gym.make_vec(level.env_id, n), seconds)) for n in sizes
+        ]
+        methods += [("JAX scan(batch_step)", n, lambda n=n: scan_step(params, n, seconds)) for n in sizes]
+        rows += measure_level(level.name, params.num_cells * np.dtype(np.int16).itemsize, methods, seconds)
+    text = "\n".join(
+        [
+            f"# Figure 10 at every level ({machine_line()})",
+            "",
+            f"Measured {now()}. Threads: {thread_settings()}. Floor: a plain NumPy copy of one vector step's "
+            "observation bytes, measured just before each row.",
+            "",
+            speed_table(rows),
+            "",
+        ]
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "figure10_levels.md").write_text(text)
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     """The Figure 10 re-run, top to bottom: flags, every series timed in turn, the table, the plot and the verdicts
     (over 60 lines: one report read in order, each step used once)."""
@@ -203,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         help="where to write the table and plot",
     )
     parser.add_argument("--no-anchors", action="store_true", help="skip NAVIX and gymnax even if installed")
+    parser.add_argument(
+        "--levels", nargs="+", choices=(*LEVEL_NAMES, "all"), default=None, help="time these levels instead of Doors-v0"
+    )
     args = parser.parse_args(argv)
     sizes = tuple(args.sizes or (QUICK_SIZES if args.quick else SIZES))
     if any(size < 1 for size in sizes):
@@ -212,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--seconds {seconds} is out of range: expected > 0")
     if not available("jax"):
         parser.error("JAX is not installed: pip install -e .[jax]")
+    if args.levels:
+        print(level_sweep(args.levels, sizes, seconds, args.out_dir))
+        return 0
 
     scan_names = ["pure API scan(vmap(step)), key per env", "pure API scan(batch_step), one draw per batch"]
     if not args.no_anchors and available("navix"):

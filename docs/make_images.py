@@ -1,4 +1,4 @@
-"""Draws the pictures of docs/rules.md with the package's own renderer.
+"""Draws the pictures of docs/rules.md and docs/levels.md with the package's own renderer.
 
 Run from the repository root after changing the rules or the renderer, and commit the PNGs:
 
@@ -19,6 +19,7 @@ import numpy as np
 
 import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import core
+from doors_gym.levels import LEVELS
 from doors_gym.oracle import OraclePolicy
 
 IMAGES = pathlib.Path(__file__).resolve().parent / "images"
@@ -27,6 +28,8 @@ GAP_PIXELS = 6
 GAP_COLOR = (255, 255, 255)
 TRAIL_COLOR = (0, 45, 128)
 START_COLOR = (90, 150, 255)
+LEVEL_FRAME_PIXELS = 320
+"""About this many pixels across every level's frame: the cell size shrinks as the grid grows."""
 
 
 def make_env(**kwargs: Any) -> gym.Env:
@@ -96,12 +99,24 @@ def pictures() -> dict[str, np.ndarray]:
     return images
 
 
+def level_frames() -> dict[str, np.ndarray]:
+    """The first frame of each level's episode from seed 0 (its own doors where they are random)."""
+    images = {}
+    for level in LEVELS:
+        cell_pixels = max(2, LEVEL_FRAME_PIXELS // level.grid_size[1])
+        env = gym.make(level.env_id, render_mode="rgb_array", cell_pixels=cell_pixels)
+        env.reset(seed=0)
+        images[f"level_{level.name}.png"] = env.render()
+        env.close()
+    return images
+
+
 def main() -> None:
     """Writes every picture under docs/images/."""
     import cv2
 
     IMAGES.mkdir(exist_ok=True)
-    for name, image in pictures().items():
+    for name, image in {**pictures(), **level_frames()}.items():
         path = IMAGES / name
         if not cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR)):
             raise OSError(f"OpenCV could not write {path}")

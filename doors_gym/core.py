@@ -51,24 +51,49 @@ DEFAULT_GRID_SIZE = (15, 15)
 DEFAULT_N_DOORS = 3
 DEFAULT_MAX_EPISODE_STEPS = 60
 """``2 * (H + W)`` on the default grid; the longest shortest path there is 28 steps."""
+DEFAULT_N_WALLS = 1
+DOOR_MODES = ("fixed", "random")
+"""``doors="fixed"``: every wall's gaps at ``door_cols``; ``"random"``: each wall's set drawn at every reset."""
+
+
+class _DefaultTimeLimit:
+    """The marker of ``max_episode_steps`` left to the layout: :func:`default_time_limit`."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT_TIME_LIMIT"
+
+    def __reduce__(self) -> str:
+        return "DEFAULT_TIME_LIMIT"
+
+
+DEFAULT_TIME_LIMIT: Any = _DefaultTimeLimit()
+"""``max_episode_steps=DEFAULT_TIME_LIMIT`` (the :class:`DoorsParams` default): ``(n_walls + 1) * (H + W)``."""
 MAX_CELLS = 8191
 """The largest grid, ``H * W <= 8191``: ``4 * H * W`` (the sum of ``nvec``) fits :data:`OBS_DTYPE`."""
 
-OBS_MODES = ("grid", "onehot", "rgb", "coords")
+OBS_MODES = ("grid", "onehot", "rgb", "coords", "flat")
 """Observation variants (Minigrid-style), chosen with ``obs_mode``:
 
 - ``grid``: the flat grid of cell codes, ``(H * W,)`` int16 (the default, SPEC.md);
 - ``onehot``: one 0/1 plane per cell code, ``(H, W, 4)`` int8;
 - ``rgb``: the ``rgb_array`` frame, ``(H * p, W * p, 3)`` uint8 with ``p = cell_pixels``;
-- ``coords``: ``(agent_row, agent_col, goal_row, goal_col)`` int16.
+- ``coords``: ``(agent_row, agent_col, goal_row, goal_col)`` int16 (fixed doors only: it shows no layout);
+- ``flat``: the ``onehot`` planes flattened row-major, ``(H * W * 4,)`` float32, index ``(row * W + col) * 4 + code``
+  (for clients that take a float vector by id).
 """
+FLAT_DTYPE = np.float32
 
 
 class DoorsState(NamedTuple):
     """The full state of one (or a batch of) Doors episode(s).
 
-    Every field is an integer array (int32) of the same batch shape, ``()`` for
-    one episode. ``time`` counts the steps taken since the episode's reset.
+    Every position field is an integer array (int32) of the same batch shape,
+    ``()`` for one episode. ``time`` counts the steps taken since the episode's
+    reset. ``doors`` is the episode's door columns, ``batch + (n_walls, n_doors)``
+    int32, sorted along the last axis, where the doors are drawn per episode
+    (``doors="random"``); it is ``None`` where they are fixed (every episode has
+    the layout's own, :attr:`DoorsParams.fixed_doors`), so the states of
+    ``Doors-v0`` hold the five position fields only. ``step`` never changes it.
     """
 
     agent_row: Any
@@ -76,6 +101,12 @@ class DoorsState(NamedTuple):
     goal_row: Any
     goal_col: Any
     time: Any
+    doors: Any = None
+
+
+def map_state(function: Any, state: DoorsState) -> DoorsState:
+    """``state`` with ``function`` applied to every field that is not None (``doors`` is None with fixed doors)."""
+    return DoorsState(*(None if field is None else function(field) for field in state))
 
 
 def _is_int(value: Any) -> bool:
@@ -97,22 +128,32 @@ class DoorsParams:
     """Static configuration of the Doors layout, validated on construction.
 
     Args:
-        grid_size: ``(H, W)``; ``H >= 3`` (the wall needs a row above and below
-            it), ``W >= 1``.
-        n_doors: number of gaps in the wall, ``1 <= n_doors <= W``. Defaults to
+        grid_size: ``(H, W)``; ``H >= 2 * n_walls + 1`` (every wall needs a row
+            above and below it), ``W >= 1``.
+        n_doors: number of gaps in each wall, ``1 <= n_doors <= W``. Defaults to
             3, or to ``len(door_cols)`` when ``door_cols`` is given.
-        door_cols: explicit, distinct door columns in ``[0, W)``. Defaults to
-            ``k * (W // n_doors)`` for ``k = 0 .. n_doors - 1``.
+        door_cols: explicit, distinct door columns in ``[0, W)``, the same in
+            every wall (fixed doors only). Defaults to ``k * (W // n_doors)``
+            for ``k = 0 .. n_doors - 1``.
         max_episode_steps: steps after which an episode is truncated, ``>= 1``,
             or ``None`` for no limit of the env's own (Gymnasium's
-            ``TimeLimit`` then decides).
-        obs_mode: the observation variant, one of :data:`OBS_MODES`.
+            ``TimeLimit`` then decides). Default: ``(n_walls + 1) * (H + W)``
+            (:func:`default_time_limit`; 60 on the default layout).
+        obs_mode: the observation variant, one of :data:`OBS_MODES`
+            (``coords`` only with fixed doors).
         cell_pixels: pixels per cell of ``rgb_array`` frames and ``rgb``
-            observations, ``1..256``.
+            observations, ``1..256``; default :func:`doors_gym.pixels.default_cell_pixels`
+            (16, fewer on grids wider than 40 cells: 10 on 63 x 63, a 630 x 630 frame).
         colors: ``{cell code: (r, g, b)}`` over :data:`doors_gym.pixels.DEFAULT_COLORS`.
+        n_walls: number of walls, ``>= 1``, at rows :func:`wall_rows`
+            ``(k + 1) * H // (n_walls + 1)``.
+        doors: one of :data:`DOOR_MODES`: ``"fixed"`` (every wall's gaps at
+            ``door_cols``) or ``"random"`` (each wall's ``n_doors`` columns drawn
+            uniformly at every reset; ``door_cols`` is then None).
 
     ``H * W`` may be at most :data:`MAX_CELLS`. After construction ``n_doors``
-    is an int, ``door_cols`` a sorted tuple and ``colors`` a tuple of four RGB
+    is an int, ``door_cols`` a sorted tuple (None with random doors),
+    ``max_episode_steps`` an int or None and ``colors`` a tuple of four RGB
     tuples, so equal settings compare and hash equal. Instances are hashable and
     immutable, so JAX treats them as static configuration.
 
@@ -123,22 +164,36 @@ class DoorsParams:
     grid_size: tuple[int, int] = DEFAULT_GRID_SIZE
     n_doors: int | None = None
     door_cols: tuple[int, ...] | None = None
-    max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS
+    max_episode_steps: int | None = DEFAULT_TIME_LIMIT
     obs_mode: str = "grid"
-    cell_pixels: int = pixels.DEFAULT_CELL_PIXELS
+    cell_pixels: int | None = None
     colors: Any = None
+    n_walls: int = DEFAULT_N_WALLS
+    doors: str = "fixed"
 
     def __post_init__(self) -> None:
         height, width = _check_grid_size(self.grid_size)
-        n_doors, door_cols = _check_doors(self.n_doors, self.door_cols, width)
+        n_walls = _check_n_walls(self.n_walls, (height, width))
+        doors = _check_door_mode(self.doors, self.door_cols, self.obs_mode)
+        if doors == "random":
+            n_doors, door_cols = _spread_doors(self.n_doors, width)[0], None
+        else:
+            n_doors, door_cols = _check_doors(self.n_doors, self.door_cols, width)
+        limit = self.max_episode_steps
+        if limit is DEFAULT_TIME_LIMIT:
+            limit = default_time_limit((height, width), n_walls)
         settings = {
             "grid_size": (height, width),
             "n_doors": n_doors,
             "door_cols": door_cols,
-            "max_episode_steps": _check_max_episode_steps(self.max_episode_steps),
+            "max_episode_steps": _check_max_episode_steps(limit),
             "obs_mode": _check_obs_mode(self.obs_mode),
-            "cell_pixels": _check_cell_pixels(self.cell_pixels),
+            "cell_pixels": _check_cell_pixels(
+                pixels.default_cell_pixels((height, width)) if self.cell_pixels is None else self.cell_pixels
+            ),
             "colors": pixels.normalise_colors(self.colors),
+            "n_walls": n_walls,
+            "doors": doors,
         }
         for name, value in settings.items():
             object.__setattr__(self, name, value)
@@ -165,21 +220,102 @@ class DoorsParams:
         return self.height * self.width
 
     @property
+    def wall_rows(self) -> tuple[int, ...]:
+        """Rows of the walls, :func:`wall_rows` (``(H // 2,)`` for one wall)."""
+        return wall_rows(self.height, self.n_walls)
+
+    @property
     def wall_row(self) -> int:
-        """Row of the wall, ``H // 2``."""
-        return self.height // 2
+        """Row of the wall of a one-wall layout, ``H // 2``.
+
+        Raises:
+            ValueError: with several walls (see :attr:`wall_rows`).
+        """
+        if self.n_walls != 1:
+            raise ValueError(f"DoorsParams.wall_row is undefined with n_walls={self.n_walls}: use wall_rows")
+        return self.wall_rows[0]
+
+    @property
+    def random_doors(self) -> bool:
+        """Whether each episode draws its doors (``doors="random"``)."""
+        return self.doors == "random"
+
+    @property
+    def fixed_doors(self) -> np.ndarray:
+        """``(n_walls, n_doors)`` int32: ``door_cols`` on every wall (read-only, cached).
+
+        Raises:
+            ValueError: with random doors, whose doors belong to each episode (``DoorsState.doors``).
+        """
+        self._require_fixed("fixed_doors")
+        return _fixed_doors(self.n_walls, self.door_cols)
 
     @property
     def door_mask(self) -> np.ndarray:
-        """``(W,)`` bool: True at door columns (a fresh array, never aliased)."""
+        """``(W,)`` bool: True at door columns (a fresh array, never aliased); fixed doors only."""
+        self._require_fixed("door_mask")
         mask = np.zeros(self.width, dtype=bool)
         mask[list(self.door_cols)] = True
         return mask
 
     @property
     def layout(self) -> np.ndarray:
-        """``(H, W)`` ``OBS_DTYPE`` grid of walls and empty cells (no agent, no goal)."""
-        return _layout(self.grid_size, self.door_cols).copy()
+        """``(H, W)`` ``OBS_DTYPE`` grid of walls and empty cells (no agent, no goal); fixed doors only.
+
+        With random doors an episode's layout is :func:`layout_grid` of its doors.
+        """
+        self._require_fixed("layout")
+        return _layout(self.grid_size, self.n_walls, self.door_cols).copy()
+
+    def _require_fixed(self, name: str) -> None:
+        if self.random_doors:
+            raise ValueError(
+                f"DoorsParams.{name} is undefined with doors='random': each episode draws its own doors "
+                "(DoorsState.doors); use doors_gym.core.wall_mask(params, doors) or layout_grid(params, doors)"
+            )
+
+
+def wall_rows(height: int, n_walls: int) -> tuple[int, ...]:
+    """The rows of ``n_walls`` walls in ``height`` rows: ``(k + 1) * H // (n_walls + 1)`` for ``k = 0..n_walls-1``."""
+    return tuple((k + 1) * height // (n_walls + 1) for k in range(n_walls))
+
+
+def default_time_limit(grid_size: tuple[int, int], n_walls: int) -> int:
+    """The default ``max_episode_steps``: ``(n_walls + 1) * (H + W)`` (60 for ``Doors-v0``).
+
+    A shortest path takes at most ``(H - 1) + (n_walls + 1) * (W - 1)`` steps, so every episode is solvable.
+    """
+    return (n_walls + 1) * (grid_size[0] + grid_size[1])
+
+
+def _check_n_walls(n_walls: Any, grid_size: tuple[int, int]) -> int:
+    """``n_walls`` as an int ``>= 1`` with ``H >= 2 * n_walls + 1``, or ``ValueError`` naming both."""
+    if not _is_int(n_walls) or n_walls < 1:
+        raise ValueError(f"n_walls={n_walls!r} is invalid: expected an integer >= 1")
+    height = grid_size[0]
+    if height < 2 * n_walls + 1:
+        raise ValueError(
+            f"n_walls={n_walls!r} is too many for grid_size={grid_size!r}: expected H >= 2 * n_walls + 1 "
+            f"(walls never touch each other, row 0 or row H - 1), so at most {(height - 1) // 2} walls in {height} rows"
+        )
+    return int(n_walls)
+
+
+def _check_door_mode(doors: Any, door_cols: Any, obs_mode: Any) -> str:
+    """``doors`` if it is one of :data:`DOOR_MODES` and agrees with ``door_cols`` and ``obs_mode``, else ``ValueError``."""
+    if doors not in DOOR_MODES:
+        raise ValueError(f"doors={doors!r} is not supported: expected one of {list(DOOR_MODES)}")
+    if doors == "random" and door_cols is not None:
+        raise ValueError(
+            f"door_cols={door_cols!r} contradicts doors='random': random doors are drawn per episode; "
+            "give door_cols only with doors='fixed' (or leave door_cols unset)"
+        )
+    if doors == "random" and obs_mode == "coords":
+        raise ValueError(
+            "obs_mode='coords' contradicts doors='random': coordinates carry no layout, so the observation "
+            f"would not be Markov; with random doors use one of {[m for m in OBS_MODES if m != 'coords']}"
+        )
+    return doors
 
 
 def _check_grid_size(grid_size: Any) -> tuple[int, int]:
@@ -268,16 +404,113 @@ def _check_cell_pixels(cell_pixels: Any) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _layout(grid_size: tuple[int, int], door_cols: tuple[int, ...]) -> np.ndarray:
-    height, width = grid_size
-    grid = np.full((height, width), EMPTY, dtype=OBS_DTYPE)
-    grid[height // 2, :] = WALL
-    grid[height // 2, list(door_cols)] = EMPTY
+def _layout(grid_size: tuple[int, int], n_walls: int, door_cols: tuple[int, ...]) -> np.ndarray:
+    """The fixed layout's ``(H, W)`` grid (read-only, cached)."""
+    grid = np.full(grid_size, EMPTY, dtype=OBS_DTYPE)
+    rows = list(wall_rows(grid_size[0], n_walls))
+    grid[rows, :] = WALL
+    grid[np.ix_(rows, list(door_cols))] = EMPTY
     grid.setflags(write=False)
     return grid
 
 
-def move(params: DoorsParams, row: Any, col: Any, action: Any, xp: Any = np) -> tuple[Any, Any]:
+@functools.lru_cache(maxsize=64)
+def _fixed_doors(n_walls: int, door_cols: tuple[int, ...]) -> np.ndarray:
+    doors = np.tile(np.asarray(door_cols, dtype=POSITION_DTYPE), (n_walls, 1))
+    doors.setflags(write=False)
+    return doors
+
+
+@functools.lru_cache(maxsize=64)
+def _full_walls(grid_size: tuple[int, int], n_walls: int) -> np.ndarray:
+    """``(H * W,)`` flat grid with every wall row filled, no gaps (read-only, cached)."""
+    grid = np.full(grid_size, EMPTY, dtype=OBS_DTYPE)
+    grid[list(wall_rows(grid_size[0], n_walls)), :] = WALL
+    grid = grid.reshape(-1)
+    grid.setflags(write=False)
+    return grid
+
+
+def door_cells(params: DoorsParams, doors: Any, xp: Any = np) -> Any:
+    """Flat cell indices ``row * W + col`` of every door, ``batch + (n_walls, n_doors)`` int32.
+
+    Args:
+        params: the layout (its wall rows).
+        doors: ``batch + (n_walls, n_doors)`` integer door columns (``DoorsState.doors``).
+        xp: ``numpy`` or ``jax.numpy``.
+    """
+    rows = xp.asarray(np.asarray(params.wall_rows, dtype=POSITION_DTYPE) * params.width)
+    return (xp.asarray(doors).astype(POSITION_DTYPE) + rows[:, None]).astype(POSITION_DTYPE)
+
+
+def layout_grid(params: DoorsParams, doors: Any = None, xp: Any = np) -> Any:
+    """An episode's grid of walls and empty cells, ``batch + (H * W,)`` ``OBS_DTYPE``, flat row-major.
+
+    Args:
+        params: the layout.
+        doors: ``batch + (n_walls, n_doors)`` integer door columns, or None for the fixed doors
+            (then the cached read-only layout itself, shape ``(H * W,)``).
+        xp: ``numpy`` or ``jax.numpy``.
+
+    Built as every wall row filled and one write per door: no pass over the cells per episode.
+    """
+    if doors is None:
+        return xp.asarray(_layout(params.grid_size, params.n_walls, params.door_cols).reshape(-1))
+    cells = door_cells(params, doors, xp)
+    batch = cells.shape[:-2]
+    cells = cells.reshape(batch + (-1,))
+    background = xp.broadcast_to(xp.asarray(_full_walls(params.grid_size, params.n_walls)), batch + (params.num_cells,))
+    return _put_last_axis(xp, background, cells, EMPTY, per_element=False)
+
+
+def wall_mask(params: DoorsParams, doors: Any = None, xp: Any = np) -> Any:
+    """An episode's walls, ``batch + (H, W)`` bool: True on wall cells (the input of a breadth-first search).
+
+    Args:
+        params: the layout.
+        doors: ``batch + (n_walls, n_doors)`` integer door columns (``DoorsState.doors``), or None for
+            the fixed doors (shape ``(H, W)``).
+        xp: ``numpy`` or ``jax.numpy``.
+    """
+    grid = layout_grid(params, doors, xp)
+    return (grid == WALL).reshape(grid.shape[:-1] + params.grid_size)
+
+
+def doors_from_draws(params: DoorsParams, draws: Any, xp: Any = np) -> Any:
+    """Door sets from random draws: the columns of each wall's ``n_doors`` smallest draws, sorted.
+
+    Args:
+        params: the layout (``n_doors``).
+        draws: ``batch + (n_walls, W)`` independent draws of one continuous (or wide integer)
+            distribution; every ``n_doors``-subset of the columns is then equally likely (ties, which
+            favour lower columns, have probability below ``W**2 / 2**33`` with 32-bit draws).
+        xp: ``numpy`` or ``jax.numpy``.
+
+    Returns:
+        ``batch + (n_walls, n_doors)`` int32 door columns, ascending along the last axis.
+    """
+    order = xp.argsort(draws, axis=-1)[..., : params.n_doors]
+    return xp.sort(order, axis=-1).astype(POSITION_DTYPE)
+
+
+def sample_doors(params: DoorsParams, rng: np.random.Generator, shape: tuple[int, ...] = ()) -> np.ndarray:
+    """NumPy's door sampler: ``shape + (n_walls, n_doors)`` int32, each wall's set uniform over the
+    ``n_doors``-subsets of ``range(W)``, independently per wall, from ``rng`` (an env's ``np_random``).
+
+    JAX's twin is :func:`doors_gym.jax.functional.draw_doors` (same distribution, other draws).
+    """
+    return doors_from_draws(params, rng.random(shape + (params.n_walls, params.width)))
+
+
+def episode_doors(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:
+    """The doors of ``state``: ``state.doors``, or the fixed doors broadcast to its batch shape."""
+    if state.doors is not None:
+        return state.doors
+    batch = xp.shape(state.agent_row)
+    return xp.broadcast_to(xp.asarray(params.fixed_doors), batch + params.fixed_doors.shape)
+
+
+def move(params: DoorsParams, row: Any, col: Any, action: Any, xp: Any = np, doors: Any = None) -> tuple[Any, Any]:
     """Moves the agent one cell: clip to the grid, stay if the target is a wall.
 
     Args:
@@ -287,6 +520,8 @@ def move(params: DoorsParams, row: Any, col: Any, action: Any, xp: Any = np) -> 
         action: integer array broadcastable to ``row``; values outside ``0..4``
             move nowhere (validation belongs to the shells).
         xp: ``numpy`` or ``jax.numpy``.
+        doors: ``row.shape + (n_walls, n_doors)`` door columns of each episode, or
+            None for the fixed doors (a constant table, as ``Doors-v0`` always had).
 
     Returns:
         ``(row, col)`` after the move, ``int32``.
@@ -296,8 +531,15 @@ def move(params: DoorsParams, row: Any, col: Any, action: Any, xp: Any = np) -> 
     d_col = (action == RIGHT).astype(POSITION_DTYPE) - (action == LEFT).astype(POSITION_DTYPE)
     target_row = xp.clip(row + d_row, 0, params.height - 1).astype(POSITION_DTYPE)
     target_col = xp.clip(col + d_col, 0, params.width - 1).astype(POSITION_DTYPE)
-    is_door = xp.asarray(params.door_mask)[target_col]
-    blocked = (target_row == params.wall_row) & ~is_door
+    if doors is None:
+        # Every wall has the same gaps: a wall row and a door column, two small constant tables.
+        is_wall_row = np.zeros(params.height, dtype=bool)
+        is_wall_row[list(params.wall_rows)] = True
+        blocked = xp.asarray(is_wall_row)[target_row] & ~xp.asarray(params.door_mask)[target_col]
+    else:
+        on_wall_row = target_row[..., None] == xp.asarray(np.asarray(params.wall_rows, dtype=POSITION_DTYPE))
+        at_door = xp.any(xp.asarray(doors) == target_col[..., None, None], axis=-1)
+        blocked = xp.any(on_wall_row & ~at_door, axis=-1)
     return xp.where(blocked, row, target_row), xp.where(blocked, col, target_col)
 
 
@@ -333,7 +575,7 @@ def start_columns(params: DoorsParams, start_index: Any) -> tuple[Any, Any]:
     return start_index // params.width, start_index % params.width
 
 
-def initial_state(params: DoorsParams, agent_col: Any, goal_col: Any, xp: Any = np) -> DoorsState:
+def initial_state(params: DoorsParams, agent_col: Any, goal_col: Any, xp: Any = np, doors: Any = None) -> DoorsState:
     """The start of an episode: agent on the bottom row, goal on the top row, time 0.
 
     Args:
@@ -342,7 +584,17 @@ def initial_state(params: DoorsParams, agent_col: Any, goal_col: Any, xp: Any = 
         goal_col: integer array in ``[0, W)``, the goal's column on the top row; the
             shells draw both independently and uniformly.
         xp: ``numpy`` or ``jax.numpy``.
+        doors: ``batch + (n_walls, n_doors)`` door columns where the doors are random
+            (required then), None where they are fixed.
+
+    Raises:
+        ValueError: doors given with fixed doors or missing with random ones.
     """
+    if (doors is None) == params.random_doors:
+        raise ValueError(
+            f"doors={'None' if doors is None else 'an array'} does not fit doors={params.doors!r}: "
+            "expected an array of door columns exactly when the doors are random"
+        )
     agent_col = xp.asarray(agent_col, dtype=POSITION_DTYPE)
     goal_col = xp.asarray(goal_col, dtype=POSITION_DTYPE)
     zeros = xp.zeros_like(agent_col)
@@ -352,12 +604,13 @@ def initial_state(params: DoorsParams, agent_col: Any, goal_col: Any, xp: Any = 
         goal_row=zeros,
         goal_col=goal_col,
         time=zeros,
+        doors=None if doors is None else xp.asarray(doors, dtype=POSITION_DTYPE),
     )
 
 
 def transition(params: DoorsParams, state: DoorsState, action: Any, xp: Any = np) -> DoorsState:
     """One step of the rules: move the agent and advance the clock."""
-    agent_row, agent_col = move(params, state.agent_row, state.agent_col, action, xp)
+    agent_row, agent_col = move(params, state.agent_row, state.agent_col, action, xp, state.doors)
     return state._replace(agent_row=agent_row, agent_col=agent_col, time=state.time + 1)
 
 
@@ -379,7 +632,7 @@ def coords_observation(state: DoorsState, xp: Any = np) -> Any:
 
 
 def encode_grid(params: DoorsParams, grid: Any, xp: Any = np) -> Any:
-    """A flat grid observation ``batch + (H * W,)`` in ``params.obs_mode`` (``grid``, ``onehot`` or ``rgb``).
+    """A flat grid observation ``batch + (H * W,)`` in ``params.obs_mode`` (``grid``, ``onehot``, ``rgb``, ``flat``).
 
     ``grid`` returns the grid itself (not a copy); ``onehot`` and ``rgb`` build
     new arrays.
@@ -389,30 +642,39 @@ def encode_grid(params: DoorsParams, grid: Any, xp: Any = np) -> Any:
     cells = grid.reshape(grid.shape[:-1] + params.grid_size)
     if params.obs_mode == "onehot":
         return (cells[..., None] == xp.arange(NUM_CELL_TYPES, dtype=OBS_DTYPE)).astype(ONEHOT_DTYPE)
+    if params.obs_mode == "flat":
+        planes = grid[..., None] == xp.arange(NUM_CELL_TYPES, dtype=OBS_DTYPE)
+        return planes.astype(FLAT_DTYPE).reshape(grid.shape[:-1] + (params.num_cells * NUM_CELL_TYPES,))
     if params.obs_mode == "rgb":
         return pixels.rgb_image(cells, params.colors, params.cell_pixels, xp)
-    raise ValueError(f"obs_mode={params.obs_mode!r} has no grid encoding: expected one of ['grid', 'onehot', 'rgb']")
+    raise ValueError(
+        f"obs_mode={params.obs_mode!r} has no grid encoding: expected one of ['grid', 'onehot', 'rgb', 'flat']"
+    )
 
 
 def grid_observation(params: DoorsParams, state: DoorsState, xp: Any = np) -> Any:
     """The grid flattened row-major, ``OBS_DTYPE``, shape ``batch + (H * W,)``.
 
-    Walls from the layout, the goal, then the agent on top (it covers the goal
-    when the episode has terminated). Built as the layout plus two writes per
-    episode, which XLA compiles to a copy and two scatters (cheaper than
-    comparing every cell).
+    Walls from the episode's layout (:func:`layout_grid` of ``state.doors``),
+    the goal, then the agent on top (it covers the goal when the episode has
+    terminated). Built as the layout plus two writes per episode, which XLA
+    compiles to a copy and two scatters (cheaper than comparing every cell).
     """
     agent = xp.asarray(state.agent_row * params.width + state.agent_col)
     goal = xp.asarray(state.goal_row * params.width + state.goal_col)
-    background = xp.asarray(_layout(params.grid_size, params.door_cols).reshape(-1))
-    grid = xp.broadcast_to(background, agent.shape + background.shape)
+    background = layout_grid(params, state.doors, xp)
+    grid = xp.broadcast_to(background, agent.shape + background.shape[-1:])
     grid = _put_last_axis(xp, grid, goal, GOAL)
     return _put_last_axis(xp, grid, agent, AGENT)
 
 
-def _put_last_axis(xp: Any, grid: Any, index: Any, value: int) -> Any:
-    """``grid`` with ``grid[..., index] = value`` per batch element, as a new array."""
-    index = index[..., None].astype(POSITION_DTYPE)
+def _put_last_axis(xp: Any, grid: Any, index: Any, value: int, per_element: bool = True) -> Any:
+    """``grid`` with ``grid[..., index] = value`` per batch element, as a new array.
+
+    ``index`` has the batch shape (one cell per element) or, with ``per_element=False``, the batch shape
+    plus one axis of cells.
+    """
+    index = (index[..., None] if per_element else index).astype(POSITION_DTYPE)
     if xp is np:
         grid = np.array(grid, dtype=OBS_DTYPE)
         np.put_along_axis(grid, index, OBS_DTYPE(value), axis=-1)
@@ -426,8 +688,11 @@ def all_transitions(params: DoorsParams) -> np.ndarray:
 
     Returns:
         ``(H * W, 5)`` int32 flat cell index after each action from each cell
-        (read-only, cached per layout).
+        (read-only, cached per layout); with random doors, the moves of a grid
+        without walls (an episode's walls then block what its grid shows as wall).
     """
+    if params.random_doors:
+        return all_transitions(DoorsParams(grid_size=params.grid_size, n_doors=params.width))  # no wall cells
     cells = np.arange(params.num_cells, dtype=POSITION_DTYPE)
     row, col = np.divmod(cells, params.width)
     actions = np.arange(NUM_ACTIONS, dtype=POSITION_DTYPE)

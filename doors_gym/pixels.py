@@ -22,8 +22,20 @@ DEFAULT_COLORS = {EMPTY: EMPTY_COLOR, AGENT: AGENT_COLOR, WALL: WALL_COLOR, GOAL
 """RGB colour of each cell code: empty black, agent blue, wall green, goal red."""
 DEFAULT_CELL_PIXELS = 16
 MAX_CELL_PIXELS = 256
+DEFAULT_FRAME_PIXELS = 640
+"""The longest side of a frame at the default cell size, once a grid is too large for 16 pixels a cell."""
 AGENT_ON_GOAL = NUM_CELL_TYPES
 """Tile index of the agent standing on the goal (the grid shows only the agent there)."""
+
+
+def default_cell_pixels(grid_size: tuple[int, int], largest: int = DEFAULT_CELL_PIXELS) -> int:
+    """The default pixels per cell: ``largest`` (16), or fewer so the longest side fits :data:`DEFAULT_FRAME_PIXELS`.
+
+    ``min(largest, 640 // max(H, W))``, at least 1: 16 up to 40 cells a side (a 15 x 15 frame is 240 x 240
+    pixels, 31 x 31 is 496 x 496), then fewer, so a 63 x 63 frame is 630 x 630 pixels at 10 per cell, whole
+    on a laptop's screen with every wall and door a visible 10-pixel square.
+    """
+    return max(1, min(largest, DEFAULT_FRAME_PIXELS // max(grid_size)))
 
 
 def normalise_colors(colors: Any) -> tuple[tuple[int, int, int], ...]:

@@ -30,14 +30,18 @@ class EnvKeywords(TypedDict, total=False):
     """The keywords every Doors shell takes (``gym.make``, ``gym.make_vec``, the constructors).
 
     Attributes:
-        grid_size: ``(H, W)``, ``H >= 3``, ``W >= 1``, ``H * W <= 8191``; default ``(15, 15)``.
-        n_doors: the number of doors, ``1..W``; default 3 (or ``len(door_cols)``).
-        door_cols: explicit, distinct door columns in ``[0, W)``.
-        max_episode_steps: an integer ``>= 1``, ``None`` (60 for the vector envs; the
-            single envs leave it to ``gym.make``'s ``TimeLimit``) or ``-1`` (no limit).
-        obs_mode: ``"grid"`` (default), ``"onehot"``, ``"rgb"`` or ``"coords"``.
-        cell_pixels: pixels per cell of frames and ``rgb`` observations, ``1..256``; default 16.
+        grid_size: ``(H, W)``, ``H >= 2 * n_walls + 1``, ``W >= 1``, ``H * W <= 8191``; default ``(15, 15)``.
+        n_doors: the number of doors in each wall, ``1..W``; default 3 (or ``len(door_cols)``).
+        door_cols: explicit, distinct door columns in ``[0, W)`` (fixed doors only).
+        max_episode_steps: an integer ``>= 1``, ``None`` (the layout's default
+            ``(n_walls + 1) * (H + W)`` for the vector envs and ``DoorsGymnax``; the
+            single envs leave it to ``gym.make``'s ``TimeLimit``, the id's level's) or ``-1`` (no limit).
+        obs_mode: ``"grid"`` (default), ``"onehot"``, ``"rgb"``, ``"coords"`` (fixed doors only) or ``"flat"``.
+        cell_pixels: pixels per cell of frames and ``rgb`` observations, ``1..256``; default 16 (fewer
+            beyond 40 cells a side: 10 on 63 x 63, :func:`doors_gym.pixels.default_cell_pixels`).
         colors: ``{cell code: (r, g, b)}`` over the defaults.
+        n_walls: the number of walls, ``>= 1``; default 1.
+        doors: ``"fixed"`` (default) or ``"random"`` (each wall's doors drawn at every reset).
     """
 
     grid_size: Sequence[int]
@@ -47,6 +51,8 @@ class EnvKeywords(TypedDict, total=False):
     obs_mode: str
     cell_pixels: int
     colors: Mapping[int, Sequence[int]] | None
+    n_walls: int
+    doors: str
 
 
 ENV_KEYWORDS = tuple(EnvKeywords.__annotations__)
@@ -67,13 +73,14 @@ def check_keywords(keywords: Mapping[str, Any]) -> None:
         )
 
 
-def make_params(*, default_limit: int | None, **keywords: Any) -> DoorsParams:
+def make_params(*, default_limit: Any, **keywords: Any) -> DoorsParams:
     """The validated :class:`DoorsParams` of a shell's keywords (:class:`EnvKeywords`).
 
     ``max_episode_steps`` means the same in every shell, as in ``gym.make``: an
     integer ``>= 1`` is the limit, ``-1`` is no limit, ``None`` is
-    ``default_limit`` (60 for the vector envs; ``None`` for the single envs,
-    which ``gym.make`` wraps in Gymnasium's ``TimeLimit``). Anything else is a
+    ``default_limit`` (:data:`doors_gym.core.DEFAULT_TIME_LIMIT` for the vector envs, the layout's
+    ``(n_walls + 1) * (H + W)``; ``None`` for the single envs, which ``gym.make`` wraps in Gymnasium's
+    ``TimeLimit``). Anything else is a
     ``ValueError`` naming the value; an unknown keyword is a ``TypeError``
     naming it and the allowed ones.
     """
@@ -87,10 +94,12 @@ def _make_params(
     door_cols: Any = None,
     max_episode_steps: Any = None,
     obs_mode: Any = "grid",
-    cell_pixels: Any = pixels.DEFAULT_CELL_PIXELS,
+    cell_pixels: Any = None,
     colors: Any = None,
+    n_walls: Any = core.DEFAULT_N_WALLS,
+    doors: Any = "fixed",
     *,
-    default_limit: int | None,
+    default_limit: Any,
 ) -> DoorsParams:
     if max_episode_steps is None:
         max_episode_steps = default_limit
@@ -99,7 +108,7 @@ def _make_params(
     elif not core._is_int(max_episode_steps) or max_episode_steps < 1:
         raise ValueError(
             f"max_episode_steps={max_episode_steps!r} is invalid: expected an integer >= 1, "
-            f"None (the default, {core.DEFAULT_MAX_EPISODE_STEPS}) or -1 (no limit)"
+            "None (the default, (n_walls + 1) * (H + W)) or -1 (no limit)"
         )
     return DoorsParams(
         grid_size=tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
@@ -109,6 +118,8 @@ def _make_params(
         obs_mode=obs_mode,
         cell_pixels=cell_pixels,
         colors=colors,
+        n_walls=n_walls,
+        doors=doors,
     )
 
 
@@ -118,7 +129,8 @@ def observation_space(params: DoorsParams) -> spaces.Space:
     - ``grid``: ``MultiDiscrete([4] * H * W)``, int16 (``nvec`` too);
     - ``onehot``: ``MultiBinary((H, W, 4))``, int8;
     - ``rgb``: ``Box(0, 255, (H * p, W * p, 3), uint8)``, an image Stable-Baselines3's ``CnnPolicy`` takes;
-    - ``coords``: ``MultiDiscrete([H, W, H, W])``, int16.
+    - ``coords``: ``MultiDiscrete([H, W, H, W])``, int16;
+    - ``flat``: ``Box(0, 1, (H * W * 4,), float32)``, the one-hot planes row-major.
     """
     mode = params.obs_mode
     if mode == "grid":
@@ -129,6 +141,8 @@ def observation_space(params: DoorsParams) -> spaces.Space:
     if mode == "rgb":
         shape = (params.height * params.cell_pixels, params.width * params.cell_pixels, 3)
         return spaces.Box(0, 255, shape, dtype=pixels.RGB_DTYPE)
+    if mode == "flat":
+        return spaces.Box(0.0, 1.0, (params.num_cells * core.NUM_CELL_TYPES,), dtype=core.FLAT_DTYPE)
     nvec = np.array([params.height, params.width, params.height, params.width], dtype=core.OBS_DTYPE)
     return spaces.MultiDiscrete(nvec, dtype=core.OBS_DTYPE)
 
@@ -141,8 +155,9 @@ def make_spaces(params: DoorsParams) -> tuple[spaces.Space, spaces.Discrete]:
 def parse_reset_options(params: DoorsParams, options: Mapping[str, Any] | None) -> dict[str, tuple[int, int]]:
     """Validates ``reset(options=...)``: optional ``agent_pos`` / ``goal_pos`` as ``(row, col)``.
 
-    A position must lie inside the grid and off the wall, and the agent may not
-    start on the goal.
+    A position must lie inside the grid and off the wall (with random doors, off
+    every wall row: the doors are drawn after the options are read), and the
+    agent may not start on the goal.
 
     Raises:
         ValueError: naming the option, its value and what is allowed.
@@ -154,8 +169,9 @@ def parse_reset_options(params: DoorsParams, options: Mapping[str, Any] | None) 
     unknown = sorted(set(options) - set(RESET_OPTIONS))
     if unknown:
         raise ValueError(f"reset options {unknown} are unknown: expected keys among {list(RESET_OPTIONS)}")
+    layout = core.layout_grid(params) if not params.random_doors else _full_walls(params)
     positions = {
-        key: check_position(params, f"options[{key!r}]", options[key]) for key in RESET_OPTIONS if key in options
+        key: check_position(params, f"options[{key!r}]", options[key], layout) for key in RESET_OPTIONS if key in options
     }
     if positions.get("agent_pos") is not None and positions.get("agent_pos") == positions.get("goal_pos"):
         raise ValueError(
@@ -164,8 +180,16 @@ def parse_reset_options(params: DoorsParams, options: Mapping[str, Any] | None) 
     return positions
 
 
-def check_position(params: DoorsParams, name: str, value: Any) -> tuple[int, int]:
-    """``value`` as a ``(row, col)`` cell inside the grid and off the wall, or ``ValueError`` naming ``name``."""
+def _full_walls(params: DoorsParams) -> np.ndarray:
+    """The flat grid with every wall row filled: where no position of a random-doors episode may be chosen ahead."""
+    return core.layout_grid(params, np.zeros((params.n_walls, 0), dtype=core.POSITION_DTYPE))
+
+
+def check_position(params: DoorsParams, name: str, value: Any, layout: np.ndarray | None = None) -> tuple[int, int]:
+    """``value`` as a ``(row, col)`` cell inside the grid and off the wall, or ``ValueError`` naming ``name``.
+
+    ``layout`` is the episode's flat grid (:func:`doors_gym.core.layout_grid`); by default the fixed layout.
+    """
     if not core.is_int_pair(value):
         raise ValueError(f"{name}={value!r} is invalid: expected (row, col) integers")
     row, col = int(value[0]), int(value[1])
@@ -173,9 +197,46 @@ def check_position(params: DoorsParams, name: str, value: Any) -> tuple[int, int
         raise ValueError(
             f"{name}={value!r} is outside the grid: expected 0 <= row < {params.height}, 0 <= col < {params.width}"
         )
-    if core._layout(params.grid_size, params.door_cols)[row, col] == WALL:
+    layout = core.layout_grid(params) if layout is None else layout
+    if layout[row * params.width + col] == WALL:
         raise ValueError(f"{name}={value!r} is a wall cell: positions must be off the wall")
     return row, col
+
+
+def check_doors(params: DoorsParams, doors: Any, shape: tuple[int, ...] = ()) -> np.ndarray | None:
+    """A state's ``doors`` as ``shape + (n_walls, n_doors)`` int32, or None where the doors are fixed.
+
+    With fixed doors ``doors`` must be None or equal the fixed doors; with random doors it is required,
+    each wall's columns distinct, ascending and inside ``[0, W)``.
+
+    Raises:
+        ValueError: naming ``state.doors``, the value and what is allowed.
+    """
+    expected = shape + (params.n_walls, params.n_doors)
+    if doors is None:
+        if params.random_doors:
+            raise ValueError(f"state.doors=None is invalid with doors='random': expected int columns of shape {expected}")
+        return None
+    array = np.asarray(doors)
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"state.doors of dtype {array.dtype} is invalid: expected integer door columns")
+    try:
+        array = np.broadcast_to(array.astype(np.int64), expected)
+    except ValueError:
+        raise ValueError(f"state.doors of shape {array.shape} is invalid: expected shape {expected}") from None
+    if not params.random_doors:
+        if not np.array_equal(array, np.broadcast_to(params.fixed_doors, expected)):
+            raise ValueError(
+                f"state.doors={array.tolist()} differs from the fixed doors {params.door_cols} of every wall "
+                "(doors='fixed'): pass None or those"
+            )
+        return None
+    if array.size and (array.min() < 0 or array.max() >= params.width or np.any(np.diff(array, axis=-1) <= 0)):
+        raise ValueError(
+            f"state.doors={array.tolist()} is invalid: expected each wall's {params.n_doors} columns distinct, "
+            f"ascending and in [0, {params.width})"
+        )
+    return array.astype(core.POSITION_DTYPE)
 
 
 def check_states(params: DoorsParams, state: DoorsState, num_envs: int | None = None) -> DoorsState:
@@ -184,22 +245,27 @@ def check_states(params: DoorsParams, state: DoorsState, num_envs: int | None = 
     Args:
         params: the layout.
         state: one state (scalar fields) when ``num_envs`` is None, else fields
-            broadcastable to ``(num_envs,)``.
+            broadcastable to ``(num_envs,)``; ``doors`` as :func:`check_doors` takes it.
         num_envs: the batch size of a vector env.
 
     Raises:
         ValueError: naming the field and the env index when a position is off
-            the grid or on the wall, or when ``time`` is negative.
+            the grid or on a wall of its episode, when ``time`` is negative, or
+            when ``doors`` is invalid (:func:`check_doors`).
     """
     shape = () if num_envs is None else (num_envs,)
-    values = DoorsState(*(np.broadcast_to(np.asarray(field, dtype=np.int64), shape) for field in state))
+    doors = check_doors(params, state.doors, shape)
+    values = DoorsState(*(np.broadcast_to(np.asarray(field, dtype=np.int64), shape) for field in state[:5]))
+    layouts = core.layout_grid(params, doors)
     for index in np.ndindex(shape):
         where = "" if num_envs is None else f"[{index[0]}]"
-        check_position(params, f"state.goal{where}", (int(values.goal_row[index]), int(values.goal_col[index])))
-        check_position(params, f"state.agent{where}", (int(values.agent_row[index]), int(values.agent_col[index])))
+        layout = layouts if doors is None else layouts[index]
+        goal = (int(values.goal_row[index]), int(values.goal_col[index]))
+        check_position(params, f"state.goal{where}", goal, layout)
+        check_position(params, f"state.agent{where}", (int(values.agent_row[index]), int(values.agent_col[index])), layout)
     if np.any(values.time < 0):
         raise ValueError(f"state.time={values.time.tolist()} is invalid: expected >= 0")
-    return DoorsState(*(field.astype(core.POSITION_DTYPE) for field in values))
+    return DoorsState(*(field.astype(core.POSITION_DTYPE) for field in values[:5]), doors=doors)
 
 
 def check_num_envs(num_envs: Any) -> int:

@@ -22,6 +22,7 @@ from doors_gym import core  # noqa: E402
 from doors_gym.core import MOVES, STAY, WALL, DoorsParams, DoorsState  # noqa: E402
 from doors_gym.envs.doors import DoorsEnv  # noqa: E402
 from doors_gym.jax import functional as F  # noqa: E402
+from doors_gym.levels import LEVELS  # noqa: E402
 from doors_gym.oracle import OraclePolicy  # noqa: E402
 
 LAYOUTS = [
@@ -51,7 +52,7 @@ def single_env_step():
 
 
 def to_jax_state(state: DoorsState) -> DoorsState:
-    return DoorsState(*(jnp.asarray(np.asarray(v), dtype=jnp.int32) for v in state))
+    return DoorsState(*(jnp.asarray(np.asarray(v), dtype=jnp.int32) for v in state[:5]))
 
 
 def layout_id(layout: dict) -> str:
@@ -118,7 +119,7 @@ def test_random_transitions_identical():
             np_terminated.append(terminated)
             np_truncated.append(truncated)
             np_distance.append(info["distance"])
-            np_next.append(tuple(int(v) for v in env.state))
+            np_next.append(tuple(int(v) for v in env.state[:5]))
 
             agent_row, agent_col, goal_row, goal_col, time = (int(v) for v in row)
             new_row, new_col, case = expected_move(params, agent_row, agent_col, int(action))
@@ -144,7 +145,7 @@ def test_random_transitions_identical():
         np.testing.assert_array_equal(np.asarray(terminated), np.asarray(np_terminated))
         np.testing.assert_array_equal(np.asarray(truncated), np.asarray(np_truncated))
         np.testing.assert_array_equal(np.asarray(info["distance"]), np.asarray(np_distance, dtype=np.float32))
-        np.testing.assert_array_equal(np.stack([np.asarray(v) for v in next_state], axis=1), np.asarray(np_next))
+        np.testing.assert_array_equal(np.stack([np.asarray(v) for v in next_state[:5]], axis=1), np.asarray(np_next))
         total += len(states)
 
     assert total >= 10_000
@@ -177,7 +178,7 @@ def test_episodes_in_lockstep(layout, policy_name):
             assert bool(jax_terminated) == terminated
             assert bool(jax_truncated) == truncated
             assert np.float32(info["distance"]) == jax_info["distance"]
-            assert tuple(int(v) for v in state) == tuple(int(v) for v in env.state)
+            assert tuple(int(v) for v in state[:5]) == tuple(int(v) for v in env.state[:5])
             episode_return += reward
             if terminated or truncated:
                 break
@@ -239,8 +240,8 @@ def test_make_vec_parity_with_autoresets():
             np.testing.assert_array_equal(jax_obs, np_obs)
             for index in np.flatnonzero(restarted):
                 restart_steps[index].append(t)
-        np_state = np.stack([np.asarray(v) for v in np_env.unwrapped.state])
-        jax_state = np.stack([np.asarray(v) for v in jax_env.unwrapped.state])
+        np_state = np.stack([np.asarray(v) for v in np_env.unwrapped.state[:5]])
+        jax_state = np.stack([np.asarray(v) for v in jax_env.unwrapped.state[:5]])
         np.testing.assert_array_equal(jax_state, np_state)
 
         ended = np_terminated | np_truncated
@@ -266,11 +267,11 @@ def test_start_distributions_agree(layout):
     for index in range(num_starts):
         if index:
             env.reset()
-        np_starts[index] = [int(v) for v in env.state]
+        np_starts[index] = [int(v) for v in env.state[:5]]
 
     keys = jax.random.split(jax.random.key(321), num_starts)
     jax_obs, jax_state = jax.jit(jax.vmap(F.reset, in_axes=(0, None)), static_argnums=1)(keys, params)
-    jax_starts = np.stack([np.asarray(v) for v in jax_state], axis=1)
+    jax_starts = np.stack([np.asarray(v) for v in jax_state[:5]], axis=1)
     np.testing.assert_array_equal(np.asarray(jax_obs[:50]), np.asarray(F.observation(jax_state, params))[:50])
 
     height, width = params.grid_size
@@ -378,3 +379,203 @@ def test_observation_variants_identical(obs_mode, layout):
         if restarted.any():
             np_vec.unwrapped.set_state(jax_vec.unwrapped.state, restarted)
         restarted = np.asarray(np_vec.unwrapped._needs_reset).copy()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The levels of the Doors suite: more walls, doors drawn per episode, larger grids (SPEC.md, "Levels").
+
+LEVEL_TRANSITIONS = 100_000
+LEVEL_ENVS, LEVEL_STEPS = 500, 200
+"""500 native vector envs for 200 steps: 100,000 transitions per level."""
+
+
+def level_test_limit(params: DoorsParams) -> int:
+    """A time limit shorter than the level's (40 steps on 15 x 15, 157 on 63 x 63), so that envs end episodes both
+    ways and autoreset within the run; the rules compared do not depend on it."""
+    return 2 * params.height + params.width // 2 + 3
+
+
+def guided_actions(params: DoorsParams, state: DoorsState, rng: np.random.Generator) -> np.ndarray:
+    """Actions toward the goal through the nearest door of the next wall up (70 %) or uniform (30 %), per env.
+
+    The goal is always on row 0, so the guide never goes down; enough episodes reach it to compare terminations.
+    """
+    agent_row, agent_col = np.asarray(state.agent_row), np.asarray(state.agent_col)
+    doors = np.asarray(core.episode_doors(params, state))
+    rows = np.asarray(params.wall_rows)
+    above = rows[None, :] < agent_row[:, None]
+    wall = np.where(above.any(axis=1), above.shape[1] - 1 - np.argmax(above[:, ::-1], axis=1), 0)
+    wall_doors = doors[np.arange(len(wall)), wall]
+    nearest = wall_doors[np.arange(len(wall)), np.argmin(np.abs(wall_doors - agent_col[:, None]), axis=1)]
+    target = np.where(above.any(axis=1), nearest, np.asarray(state.goal_col))
+    guided = np.where(agent_col < target, core.RIGHT, np.where(agent_col > target, core.LEFT, core.UP))
+    return np.where(rng.random(len(wall)) < 0.7, guided, rng.integers(0, 5, len(wall)))
+
+
+def to_jax_state_with_doors(state: DoorsState) -> DoorsState:
+    return core.map_state(lambda field: jnp.asarray(np.asarray(field), dtype=jnp.int32), state)
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=lambda level: level.name)
+def test_level_transitions_identical_with_autoresets(level):
+    """>= 100k transitions per level: the native vector env's every step (autoresets included) against JAX's
+    ``env_step`` from the same states, doors included; reset observations against JAX's ``observation``."""
+    assert LEVEL_ENVS * LEVEL_STEPS >= LEVEL_TRANSITIONS
+    limit = level_test_limit(level.params())
+    envs = gym.make_vec(level.env_id, LEVEL_ENVS, max_episode_steps=limit)
+    params = envs.unwrapped.params
+    assert params == level.params(max_episode_steps=limit)
+    step, observe = batched_env_step(), jax.jit(F.observation, static_argnums=1)
+    rng = np.random.default_rng(31)
+    obs, _ = envs.reset(seed=3)
+    counts = {"compared": 0, "autoreset": 0, "terminated": 0, "truncated": 0, "stayed": 0}
+    for _ in range(LEVEL_STEPS):
+        before = envs.unwrapped.state
+        actions = guided_actions(params, before, rng)
+        resetting = np.asarray(envs.unwrapped._needs_reset).copy()
+        obs, reward, terminated, truncated, info = envs.step(actions)
+        after = envs.unwrapped.state
+        jax_obs, jax_next, jax_reward, jax_terminated, jax_truncated, jax_info = step(
+            to_jax_state_with_doors(before), jnp.asarray(actions, jnp.int32), params
+        )
+        kept = ~resetting
+        np.testing.assert_array_equal(np.asarray(jax_obs)[kept], obs[kept])
+        np.testing.assert_array_equal(np.asarray(jax_reward)[kept], reward[kept].astype(np.float32))
+        np.testing.assert_array_equal(np.asarray(jax_terminated)[kept], terminated[kept])
+        np.testing.assert_array_equal(np.asarray(jax_truncated)[kept], truncated[kept])
+        np.testing.assert_array_equal(np.asarray(jax_info["distance"])[kept], info["distance"][kept])
+        for jax_field, np_field in zip(jax_next, after):
+            if np_field is None:
+                assert jax_field is None
+            else:
+                np.testing.assert_array_equal(np.asarray(jax_field)[kept], np_field[kept])
+        # Autoreset envs: their new episode (doors included) is drawn as JAX's observation draws it.
+        np.testing.assert_array_equal(np.asarray(observe(to_jax_state_with_doors(after), params))[resetting], obs[resetting])
+        moved = (np.asarray(before.agent_row) != after.agent_row) | (np.asarray(before.agent_col) != after.agent_col)
+        counts["stayed"] += int((kept & ~moved & (actions != STAY)).sum())
+        counts["compared"] += int(kept.sum())
+        counts["autoreset"] += int(resetting.sum())
+        counts["terminated"] += int(terminated.sum())
+        counts["truncated"] += int(truncated.sum())
+    assert counts["compared"] + counts["autoreset"] == LEVEL_ENVS * LEVEL_STEPS
+    assert all(count > 0 for count in counts.values()), counts
+    print(f"parity {level.name}: {counts} (0 mismatches)")  # shown with pytest -s
+
+
+@pytest.mark.parametrize("level", LEVELS[1:3], ids=lambda level: level.name)
+def test_level_episodes_in_lockstep_single_env(level):
+    """The single NumPy env (its per-episode tables) and JAX's ``env_step``, whole episodes from the same reset."""
+    env = gym.make(level.env_id).unwrapped
+    params = env.params
+    step = single_env_step()
+    rng = np.random.default_rng(5)
+    layouts = set()
+    for episode in range(6):
+        obs, info = env.reset(seed=200 + episode)
+        state = to_jax_state_with_doors(env.state)
+        layouts.add(np.asarray(state.doors).tobytes())
+        np.testing.assert_array_equal(np.asarray(F.observation(state, params)), obs)
+        for _ in range(level.max_episode_steps):
+            action = int(rng.integers(0, 5))
+            obs, reward, terminated, truncated, info = env.step(action)
+            jax_obs, state, jax_reward, jax_terminated, jax_truncated, jax_info = step(state, action, params)
+            np.testing.assert_array_equal(np.asarray(jax_obs), obs)
+            assert (np.float32(reward), terminated) == (jax_reward, bool(jax_terminated))
+            np.testing.assert_array_equal(np.asarray(state.doors), env.state.doors)
+            if terminated:
+                break
+    assert len(layouts) > 1, "every episode had the same doors"
+
+
+def test_jax_vector_env_autoresets_draw_new_doors_and_match_numpy():
+    """``DoorsJax-Random-v0``'s vector env against the native one: states copied over after each autoreset."""
+    num_envs = 16
+    np_env = gym.make_vec("Doors-Random-v0", num_envs, max_episode_steps=12)
+    jax_env = gym.make_vec("DoorsJax-Random-v0", num_envs, max_episode_steps=12)
+    np_obs, _ = np_env.reset(seed=1)
+    jax_env.reset(seed=1)
+    np.testing.assert_array_equal(jax_env.unwrapped.set_state(np_env.unwrapped.state), np_obs)
+    rng = np.random.default_rng(2)
+    ended = np.zeros(num_envs, dtype=bool)
+    new_doors = 0
+    for actions in rng.integers(0, 5, size=(60, num_envs)):
+        doors_before = np.asarray(jax_env.unwrapped.state.doors).copy()
+        np_obs, np_reward, np_terminated, np_truncated, _ = np_env.step(actions)
+        jax_obs, jax_reward, jax_terminated, jax_truncated, _ = jax_env.step(actions)
+        kept = ~ended
+        np.testing.assert_array_equal(jax_obs[kept], np_obs[kept])
+        np.testing.assert_array_equal(jax_reward, np_reward)
+        np.testing.assert_array_equal(jax_terminated, np_terminated)
+        np.testing.assert_array_equal(jax_truncated, np_truncated)
+        doors_after = np.asarray(jax_env.unwrapped.state.doors)
+        np.testing.assert_array_equal(doors_after[kept], doors_before[kept])  # a step never changes the doors
+        new_doors += int((doors_after[ended] != doors_before[ended]).any(axis=(1, 2)).sum())
+        if ended.any():
+            jax_env.unwrapped.set_state(np_env.unwrapped.state, ended)
+        ended = np_terminated | np_truncated
+    assert new_doors > 0, "no autoreset drew new doors"
+
+
+START_SAMPLES = 20_000
+FALSE_ALARM = 1e-4
+"""Each chi-square check fails a correct implementation with probability ``FALSE_ALARM``; a level runs at most 4 + 4
+* n_walls checks of each kind (two-sample and uniformity), so a correct level fails less than 0.5 % of fixed seeds."""
+
+
+def door_set_index(doors: np.ndarray, width: int) -> np.ndarray:
+    """``(..., n_doors)`` ascending columns to an index of the set, ``sum(2**col)`` (exact up to 62 columns) or, on
+    wider grids, the smallest column times ``W`` plus the largest (a coarser statistic of the set)."""
+    if width <= 20:
+        return (np.left_shift(1, doors.astype(np.int64))).sum(axis=-1)
+    return doors[..., 0].astype(np.int64) * width + doors[..., -1]
+
+
+def start_statistics(starts: DoorsState, params: DoorsParams) -> dict[str, np.ndarray]:
+    """The values SPEC.md's start distribution covers: agent column, goal column and each wall's door set."""
+    values = {"agent column": np.asarray(starts.agent_col), "goal column": np.asarray(starts.goal_col)}
+    if params.random_doors:
+        doors = np.asarray(starts.doors)
+        for wall in range(params.n_walls):
+            values[f"wall {wall} door set"] = door_set_index(doors[:, wall], params.width)
+            values[f"wall {wall} door columns"] = doors[:, wall].reshape(-1)
+    return values
+
+
+def chi_square_same(first: np.ndarray, second: np.ndarray) -> float:
+    """p-value of a chi-square test that two samples of integers come from one distribution."""
+    stats = pytest.importorskip("scipy.stats")
+    values, codes = np.unique(np.concatenate([first, second]), return_inverse=True)
+    counts = [np.bincount(part, minlength=len(values)) for part in (codes[: len(first)], codes[len(first) :])]
+    table = np.stack(counts)
+    return float(stats.chi2_contingency(table).pvalue)
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=lambda level: level.name)
+def test_level_start_distributions_agree(level):
+    """Starts of the native vector env (NumPy generators) and of JAX's ``batch_reset`` and ``reset``: agent column,
+    goal column and each wall's door set follow one distribution (chi-square at ``FALSE_ALARM``)."""
+    stats = pytest.importorskip("scipy.stats")
+    envs = gym.make_vec(level.env_id, START_SAMPLES)
+    params = envs.unwrapped.params
+    envs.reset(seed=77)
+    np_starts = envs.unwrapped.state
+    half = START_SAMPLES // 2
+    _, batch_starts = jax.jit(F.batch_reset, static_argnums=(1, 2))(jax.random.key(78), half, params)
+    keys = jax.random.split(jax.random.key(79), START_SAMPLES - half)
+    _, single_starts = jax.jit(jax.vmap(F.reset, in_axes=(0, None)), static_argnums=1)(keys, params)
+    jax_starts = jax.tree.map(lambda a, b: np.concatenate([np.asarray(a), np.asarray(b)]), batch_starts, single_starts)
+    for starts in (np_starts, jax_starts):
+        assert (np.asarray(starts.agent_row) == params.height - 1).all() and (np.asarray(starts.goal_row) == 0).all()
+    np_values, jax_values = start_statistics(np_starts, params), start_statistics(jax_starts, params)
+    for name, np_sample in np_values.items():
+        p_value = chi_square_same(np_sample, jax_values[name])
+        assert p_value > FALSE_ALARM, f"{level.name}, {name}: NumPy and JAX differ (p = {p_value:.2g})"
+    for values in (np_values, jax_values):
+        uniform = [name for name in values if name.endswith("column") or name.endswith("door columns")]
+        for name in uniform:
+            counts = np.bincount(values[name], minlength=params.width)
+            assert stats.chisquare(counts).pvalue > FALSE_ALARM, f"{level.name}, {name}: not uniform"
+    if params.random_doors:  # the test has power: door sets that never hold column 0 are told apart
+        first_wall = np.asarray(np_starts.doors)[:, 0]
+        biased = first_wall[~(first_wall == 0).any(axis=-1)].reshape(-1)
+        assert chi_square_same(biased, jax_values["wall 0 door columns"]) < FALSE_ALARM

@@ -55,7 +55,11 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
     only when constructed with ``max_episode_steps``.
 
     ## Keywords
-    ``grid_size=(H, W)`` (``H * W <= 8191``), ``n_doors``, ``door_cols``,
+    ``grid_size=(H, W)`` (``H * W <= 8191``), ``n_walls`` (walls at rows
+    ``(k + 1) * H // (n_walls + 1)``, ``H >= 2 * n_walls + 1``), ``n_doors`` (per
+    wall), ``doors`` (``"fixed"``: at ``door_cols`` on every wall; ``"random"``:
+    each wall's set drawn uniformly at every reset, after the start columns,
+    from ``np_random``; then ``state.doors`` holds them), ``door_cols``,
     ``max_episode_steps`` (constructor: ``None`` or ``-1``, no limit of its
     own), ``obs_mode``, ``render_mode`` (``"human"``, ``"rgb_array"``,
     ``"ansi"``), ``cell_pixels`` (pixels per cell in frames and ``rgb``
@@ -68,7 +72,12 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
     ## Registered ids
     ``Doors-v0`` (``gym.make``, and ``gym.make_vec`` with the native
     :class:`~doors_gym.envs.vector.DoorsVectorEnv`), also reachable as
-    ``"doors_gym:Doors-v0"``.
+    ``"doors_gym:Doors-v0"``; one id per level of :data:`doors_gym.levels.LEVELS`,
+    ``Doors-Random-v0``, ``Doors-3Walls-v0``, ``Doors-31x31-v0``,
+    ``Doors-63x63-v0``, each with its level's time limit, and their
+    ``obs_mode="flat"`` twins ``Doors-Flat-v0``, ``Doors-<level>-Flat-v0``.
+    Doors drawn per episode cost a reset a table of the episode's moves
+    (``H * W * 5`` entries); fixed doors step through tables built once.
     """
 
     metadata = {"render_modes": list(rendering.RENDER_MODES), "render_fps": 8}
@@ -82,10 +91,12 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
         if self.params.obs_mode != "grid":
             self._encode = self._encode_state if self.params.obs_mode == "coords" else self._encode_grid
 
-        next_cell = core.all_transitions(self.params)
+        next_cell = core.all_transitions(self.params)  # with random doors: the moves of a grid without walls
         self._next_cell_table = next_cell
         self._next_cell = next_cell.tolist()
-        self._layout = self.params.layout.reshape(-1)
+        self._random_doors = self.params.random_doors
+        self._doors: np.ndarray | None = None
+        self._layout = core.layout_grid(self.params) if not self._random_doors else None
         self._goal_tables: dict[int, tuple[list[list[float]], list[float]]] = {}
         self._limit = step_limit(self.params)
         self._agent: int | None = None
@@ -104,6 +115,8 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
     def _tables_for_goal(self, goal: int) -> tuple[list[list[float]], list[float]]:
         """Rewards of every (cell, action) and distances of every cell, for one goal cell."""
         tables = self._goal_tables.get(goal)
+        if tables is None and self._random_doors:
+            return self._episode_tables(goal)
         if tables is None:
             if len(self._goal_tables) >= 4 * self.params.width:
                 self._goal_tables.clear()
@@ -112,6 +125,15 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
             tables = self._goal_tables[goal] = (rewards.tolist(), distances.tolist())
         return tables
 
+    def _episode_tables(self, goal: int) -> tuple[list[list[float]], list[float]]:
+        """Random doors: this episode's moves (walls block), rewards and distances, for its layout and goal."""
+        open_next = self._next_cell_table
+        blocked = self._layout[open_next] == core.WALL
+        next_cell = np.where(blocked, np.arange(self.params.num_cells, dtype=open_next.dtype)[:, None], open_next)
+        distances = core.distances_to(self.params, *divmod(goal, self.params.width))
+        self._next_cell = next_cell.tolist()
+        return core.reward(distances[:, None], distances[next_cell]).tolist(), distances.tolist()
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -119,16 +141,20 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
         super().reset(seed=seed)
         positions = parse_reset_options(self.params, options)
         agent_col, goal_col = core.start_columns(self.params, int(self.np_random.integers(0, self.params.width**2)))
+        doors = core.sample_doors(self.params, self.np_random) if self._random_doors else None
         agent_row, agent_col = positions.get("agent_pos", (self.params.height - 1, agent_col))
         goal_row, goal_col = positions.get("goal_pos", (0, goal_col))
         width = self.params.width
-        self._start(agent_row * width + agent_col, goal_row * width + goal_col, 0)
+        self._start(agent_row * width + agent_col, goal_row * width + goal_col, 0, doors)
         if self.render_mode == "human":
             self.render()
         return self._observe(), {"distance": self._distances[self._agent]}
 
-    def _start(self, agent: int, goal: int, time: int) -> None:
+    def _start(self, agent: int, goal: int, time: int, doors: np.ndarray | None = None) -> None:
         self._agent, self._goal, self._time = agent, goal, time
+        if self._random_doors:
+            self._doors = doors
+            self._layout = core.layout_grid(self.params, doors)
         self._rewards, self._distances = self._tables_for_goal(goal)
         self._obs[:] = self._layout
         draw(self._cells, agent, goal)
@@ -157,18 +183,21 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
 
     @property
     def state(self) -> DoorsState:
-        """The current state as int32 NumPy scalars (a snapshot, not a view)."""
+        """The current state as int32 NumPy scalars and, with random doors, its ``(n_walls, n_doors)`` doors
+        (a snapshot, not a view)."""
         if self._agent is None:
             raise ResetNeeded("Cannot read env.state before calling env.reset()")
         agent_row, agent_col = divmod(self._agent, self.params.width)
         goal_row, goal_col = divmod(self._goal, self.params.width)
-        return DoorsState(*(np.int32(v) for v in (agent_row, agent_col, goal_row, goal_col, self._time)))
+        doors = None if self._doors is None else self._doors.copy()
+        return DoorsState(*(np.int32(v) for v in (agent_row, agent_col, goal_row, goal_col, self._time)), doors=doors)
 
     def set_state(self, state: DoorsState) -> np.ndarray:
-        """Puts the env in ``state`` (e.g. one taken from ``DoorsJax-v0``); returns its observation."""
-        agent_row, agent_col, goal_row, goal_col, time = (int(field) for field in check_states(self.params, state))
+        """Puts the env in ``state`` (e.g. one taken from ``DoorsJax-v0``, doors included); returns its observation."""
+        checked = check_states(self.params, state)
+        agent_row, agent_col, goal_row, goal_col, time = (int(field) for field in checked[:5])
         width = self.params.width
-        self._start(agent_row * width + agent_col, goal_row * width + goal_col, time)
+        self._start(agent_row * width + agent_col, goal_row * width + goal_col, time, checked.doors)
         return self._observe()
 
     def _observe(self) -> np.ndarray:

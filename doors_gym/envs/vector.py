@@ -64,13 +64,13 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
 
     def __init__(self, num_envs: int, render_mode: str | None = None, **keywords: Unpack[EnvKeywords]) -> None:
         self.num_envs = check_num_envs(num_envs)
-        self.params: DoorsParams = make_params(**keywords, default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
+        self.params: DoorsParams = make_params(**keywords, default_limit=core.DEFAULT_TIME_LIMIT)
         self._check_render_mode(render_mode)
         self.single_observation_space, self.single_action_space = make_spaces(self.params)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
-        next_cell = core.all_transitions(self.params)
+        next_cell = core.all_transitions(self.params)  # with random doors: the moves of a grid without walls
         self._next_cell = next_cell.astype(np.intp).reshape(-1)
         num_cells = self.params.num_cells
         self._distance_table = None
@@ -83,7 +83,9 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         self._num_cells = num_cells
         self._obs_offset = np.arange(self.num_envs, dtype=np.intp) * num_cells
         self._all_envs = np.ones(self.num_envs, dtype=bool)
-        self._layout = self.params.layout.reshape(-1)
+        self._random_doors = self.params.random_doors
+        self._layout = None if self._random_doors else core.layout_grid(self.params)
+        self._doors = np.zeros((self.num_envs, self.params.n_walls, self.params.n_doors), dtype=core.POSITION_DTYPE)
         self._limit = step_limit(self.params)
         self._generators: list[np.random.Generator | None] = [None] * self.num_envs
         self._agent = np.zeros(self.num_envs, dtype=np.intp)
@@ -116,19 +118,33 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         width = self.params.width
         num_starts = width * width
         generators = self._generators
-        draws = np.array([generators[i].integers(0, num_starts) for i in indices.tolist()], dtype=np.intp)
+        if self._random_doors:  # the start, then the doors, from each env's generator (as the single env draws)
+            draws, doors = zip(*((generators[i].integers(0, num_starts), self._sample_doors(generators[i])) for i in indices.tolist()))
+            draws, doors = np.array(draws, dtype=np.intp), np.stack(doors)
+        else:
+            draws = np.array([generators[i].integers(0, num_starts) for i in indices.tolist()], dtype=np.intp)
+            doors = None
         agent_col, goal_col = core.start_columns(self.params, draws)
         agent = (self.params.height - 1) * width + agent_col
         goal = goal_col
-        self._start(indices, agent, goal, np.zeros(indices.size, dtype=np.int64))
+        self._start(indices, agent, goal, np.zeros(indices.size, dtype=np.int64), doors)
 
-    def _start(self, indices: np.ndarray, agent: np.ndarray, goal: np.ndarray, time: np.ndarray) -> None:
+    def _sample_doors(self, generator: np.random.Generator) -> np.ndarray:
+        return core.sample_doors(self.params, generator)
+
+    def _start(
+        self, indices: np.ndarray, agent: np.ndarray, goal: np.ndarray, time: np.ndarray, doors: np.ndarray | None
+    ) -> None:
         self._agent[indices] = agent
         self._goal[indices] = goal
         self._time[indices] = time
         self._needs_reset[indices] = False
         self._distance[indices] = self._distances(self._agent[indices], self._goal[indices])
-        self._obs[indices] = self._layout
+        if self._random_doors:
+            self._doors[indices] = doors
+            self._obs[indices] = core.layout_grid(self.params, doors)
+        else:
+            self._obs[indices] = self._layout
         offset = self._obs_offset[indices]
         draw(self._flat_obs, offset + agent, offset + goal)
 
@@ -147,12 +163,14 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         old = self._agent
         goal = self._goal
         new = self._next_cell[old * core.NUM_ACTIONS + actions]
+        offset = self._obs_offset
+        if self._random_doors:  # the moves ignore walls: each env's grid shows its own
+            new = np.where(self._flat_obs[offset + new] == core.WALL, old, new)
         distance = self._distances(new, goal)
         rewards = core.reward(self._distance, distance)
         self._agent = new
         self._distance = distance
         self._time += 1
-        offset = self._obs_offset
         terminated, truncated = advance(
             self._flat_obs, offset + old, offset + new, offset + goal, self._time, self._limit
         )
@@ -189,17 +207,17 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
             raise ResetNeeded("Cannot read env.state before calling env.reset()")
         agent_row, agent_col = np.divmod(self._agent, self.params.width)
         goal_row, goal_col = np.divmod(self._goal, self.params.width)
-        return DoorsState(
-            *(np.asarray(v, dtype=np.int32) for v in (agent_row, agent_col, goal_row, goal_col, self._time))
-        )
+        positions = (np.asarray(v, dtype=np.int32) for v in (agent_row, agent_col, goal_row, goal_col, self._time))
+        return DoorsState(*positions, doors=self._doors.copy() if self._random_doors else None)
 
     def set_state(self, state: DoorsState, mask: np.ndarray | None = None) -> np.ndarray:
         """Puts envs in ``state`` (``(num_envs,)`` arrays); ``mask`` picks which. Returns the observations."""
         indices = np.arange(self.num_envs) if mask is None else np.flatnonzero(np.asarray(mask))
         values = check_states(self.params, state, self.num_envs)
-        agent_row, agent_col, goal_row, goal_col, time = (field[indices].astype(np.intp) for field in values)
+        agent_row, agent_col, goal_row, goal_col, time = (field[indices].astype(np.intp) for field in values[:5])
         width = self.params.width
-        self._start(indices, agent_row * width + agent_col, goal_row * width + goal_col, time)
+        doors = None if values.doors is None else values.doors[indices]
+        self._start(indices, agent_row * width + agent_col, goal_row * width + goal_col, time, doors)
         self._has_reset = True
         return self._observe()
 

@@ -27,6 +27,8 @@ from doors_gym.jax.functional import (  # noqa: E402
     batch_reset,
     batch_step,
     checked_step,
+    draw_doors,
+    draw_initial,
     env_step,
     initial,
     observation,
@@ -34,6 +36,7 @@ from doors_gym.jax.functional import (  # noqa: E402
     rollout,
     step,
     step_from_draw,
+    step_from_initial,
     transition_parts,
     where_state,
 )
@@ -50,6 +53,8 @@ __all__ = [
     "batch_reset",
     "batch_step",
     "checked_step",
+    "draw_doors",
+    "draw_initial",
     "env_step",
     "initial",
     "observation",
@@ -57,6 +62,7 @@ __all__ = [
     "rollout",
     "step",
     "step_from_draw",
+    "step_from_initial",
     "transition_parts",
     "where_state",
 ]

@@ -47,10 +47,16 @@ def _check_action_dtype(action: Any) -> Array:
     return action
 
 
-def initial_from_draw(start_index: Array, params: DoorsParams = DEFAULT_PARAMS) -> DoorsState:
-    """The start state for a draw ``start_index`` uniform over ``[0, W * W)``, int32 fields."""
+def initial_from_draw(
+    start_index: Array, params: DoorsParams = DEFAULT_PARAMS, doors: Array | None = None
+) -> DoorsState:
+    """The start state for a draw ``start_index`` uniform over ``[0, W * W)``, int32 fields.
+
+    ``doors``: the episode's door columns ``start_index.shape + (n_walls, n_doors)`` where the doors
+    are random (:func:`draw_doors`), None where they are fixed.
+    """
     agent_col, goal_col = core.start_columns(params, jnp.asarray(start_index, dtype=jnp.int32))
-    return core.initial_state(params, agent_col, goal_col, jnp)
+    return core.initial_state(params, agent_col, goal_col, jnp, doors)
 
 
 def draw_starts(key: Array, shape: tuple[int, ...], params: DoorsParams = DEFAULT_PARAMS) -> Array:
@@ -67,9 +73,32 @@ def draw_starts(key: Array, shape: tuple[int, ...], params: DoorsParams = DEFAUL
     return (jax.random.bits(key, shape, dtype=jnp.uint32) % jnp.uint32(num_starts)).astype(jnp.int32)
 
 
+def draw_doors(key: Array, shape: tuple[int, ...], params: DoorsParams = DEFAULT_PARAMS) -> Array:
+    """JAX's door sampler: ``shape + (n_walls, n_doors)`` int32 columns, ascending per wall.
+
+    Each wall's set is uniform over the ``n_doors``-subsets of ``range(W)``, independently per wall
+    (:func:`doors_gym.core.doors_from_draws` of 32-bit draws); NumPy's twin is
+    :func:`doors_gym.core.sample_doors` (same distribution, other draws).
+    """
+    draws = jax.random.bits(key, shape + (params.n_walls, params.width), dtype=jnp.uint32)
+    return core.doors_from_draws(params, draws, jnp)
+
+
+def draw_initial(key: Array, shape: tuple[int, ...], params: DoorsParams = DEFAULT_PARAMS) -> DoorsState:
+    """Start states of ``shape`` episodes from one key: start columns, and doors where they are random.
+
+    With fixed doors the whole key draws the starts (as ``DoorsJax-v0`` always did); with random doors
+    it is split once, one piece for the starts and one for the doors.
+    """
+    if not params.random_doors:
+        return initial_from_draw(draw_starts(key, shape, params), params)
+    start_key, doors_key = jax.random.split(key)
+    return initial_from_draw(draw_starts(start_key, shape, params), params, draw_doors(doors_key, shape, params))
+
+
 def initial(key: Array, params: DoorsParams = DEFAULT_PARAMS) -> DoorsState:
-    """A random start state (agent column and goal column independent and uniform)."""
-    return initial_from_draw(draw_starts(key, (), params), params)
+    """A random start state (agent column and goal column independent and uniform; doors where random)."""
+    return draw_initial(key, (), params)
 
 
 def observation(state: DoorsState, params: DoorsParams = DEFAULT_PARAMS) -> Array:
@@ -121,16 +150,37 @@ def env_step(state: DoorsState, action: Array, params: DoorsParams = DEFAULT_PAR
 
 
 def where_state(condition: Array, if_true: DoorsState, if_false: DoorsState) -> DoorsState:
-    """Picks between two states field by field (a pytree-safe select for autoreset)."""
-    return jax.tree.map(lambda a, b: jnp.where(condition, a, b), if_true, if_false)
+    """Picks between two states field by field (a pytree-safe select for autoreset).
+
+    ``condition`` has the states' batch shape; it is broadcast over the trailing axes of ``doors``.
+    """
+
+    def select(a: Array, b: Array) -> Array:
+        return jnp.where(jnp.reshape(condition, jnp.shape(condition) + (1,) * (jnp.ndim(a) - jnp.ndim(condition))), a, b)
+
+    return jax.tree.map(select, if_true, if_false)
 
 
 def step_from_draw(
-    start_index: Array, state: DoorsState, action: Array, params: DoorsParams = DEFAULT_PARAMS
+    start_index: Array,
+    state: DoorsState,
+    action: Array,
+    params: DoorsParams = DEFAULT_PARAMS,
+    doors: Array | None = None,
 ) -> StepResult:
-    """:func:`step` with the reset draw given instead of a key (for callers that draw in batches)."""
+    """:func:`step` with the reset draw given instead of a key (for callers that draw in batches).
+
+    ``doors``: the next episode's doors where they are random (:func:`draw_doors`), else None.
+    """
+    return step_from_initial(initial_from_draw(start_index, params, doors), state, action, params)
+
+
+def step_from_initial(
+    fresh: DoorsState, state: DoorsState, action: Array, params: DoorsParams = DEFAULT_PARAMS
+) -> StepResult:
+    """:func:`step` with the next episode's start state ``fresh`` given (used where the episode ends)."""
     next_state, reward, terminated, truncated, distance = transition_parts(state, action, params)
-    new_state = where_state(terminated | truncated, initial_from_draw(start_index, params), next_state)
+    new_state = where_state(terminated | truncated, fresh, next_state)
     info = {"distance": distance, "final_state": next_state}
     return observation(new_state, params), new_state, reward, terminated, truncated, info
 
@@ -155,7 +205,7 @@ def step(key: Array, state: DoorsState, action: Array, params: DoorsParams = DEF
         :class:`DoorsState`, float32, bool, bool, and ``info`` with
         ``distance`` (float32, after the move) and ``final_state``.
     """
-    return step_from_draw(draw_starts(key, (), params), state, action, params)
+    return step_from_initial(draw_initial(key, (), params), state, action, params)
 
 
 def batch_step(key: Array, state: DoorsState, action: Array, params: DoorsParams = DEFAULT_PARAMS) -> StepResult:
@@ -165,13 +215,13 @@ def batch_step(key: Array, state: DoorsState, action: Array, params: DoorsParams
     batch come from one draw instead of a key split per env, which on a CPU
     costs more than the rules themselves.
     """
-    starts = draw_starts(key, jnp.shape(action), params)
-    return jax.vmap(step_from_draw, in_axes=(0, 0, 0, None))(starts, state, action, params)
+    fresh = draw_initial(key, jnp.shape(action), params)
+    return jax.vmap(step_from_initial, in_axes=(0, 0, 0, None))(fresh, state, action, params)
 
 
 def batch_reset(key: Array, num_envs: int, params: DoorsParams = DEFAULT_PARAMS) -> tuple[Array, DoorsState]:
     """:func:`reset` for ``num_envs`` envs from one key: ``(obs (num_envs, H * W), state)``."""
-    state = initial_from_draw(draw_starts(key, (num_envs,), params), params)
+    state = draw_initial(key, (num_envs,), params)
     return jax.vmap(observation, in_axes=(0, None))(state, params), state
 
 

@@ -111,7 +111,7 @@ class DoorsGymnax:
         if not isinstance(final_observation, bool):
             raise ValueError(f"final_observation={final_observation!r} is invalid: expected True or False")
         self.final_observation = final_observation
-        self._default_params = make_params(**keywords, default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
+        self._default_params = make_params(**keywords, default_limit=core.DEFAULT_TIME_LIMIT)
 
     @property
     def default_params(self) -> DoorsParams:
@@ -169,6 +169,8 @@ class DoorsGymnax:
             return box(0, core.NUM_CELL_TYPES - 1, (params.num_cells,), core.OBS_DTYPE)
         if mode == "onehot":
             return box(0, 1, (params.height, params.width, core.NUM_CELL_TYPES), core.ONEHOT_DTYPE)
+        if mode == "flat":
+            return box(0.0, 1.0, (params.num_cells * core.NUM_CELL_TYPES,), core.FLAT_DTYPE)
         if mode == "rgb":
             shape = (params.height * params.cell_pixels, params.width * params.cell_pixels, 3)
             return box(0, 255, shape, pixels.RGB_DTYPE)

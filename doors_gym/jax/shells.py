@@ -60,7 +60,10 @@ class DoorsJaxEnv(SingleEnvShell, gym.Env):
     constructed with ``max_episode_steps`` the env truncates by itself.
     Actions are validated on the host with the same errors as ``Doors-v0``.
 
-    Registered as ``DoorsJax-v0`` (``gym.make`` and ``gym.make_vec``).
+    Registered as ``DoorsJax-v0`` (``gym.make`` and ``gym.make_vec``), and as
+    ``DoorsJax-<level>-v0`` / ``DoorsJax-<level>-Flat-v0`` for every level of
+    :data:`doors_gym.levels.LEVELS`. With ``doors="random"`` the state's
+    ``doors`` holds the episode's door columns; each reset draws new ones.
     """
 
     metadata = {"render_modes": list(rendering.RENDER_MODES), "render_fps": 8, "jax": False}
@@ -108,7 +111,8 @@ class DoorsJaxEnv(SingleEnvShell, gym.Env):
         if positions:
             agent_row, agent_col = positions.get("agent_pos", (state.agent_row, state.agent_col))
             goal_row, goal_col = positions.get("goal_pos", (state.goal_row, state.goal_col))
-            state = DoorsState(*(jnp.int32(v) for v in (agent_row, agent_col, goal_row, goal_col, 0)))
+            positions = (jnp.int32(v) for v in (agent_row, agent_col, goal_row, goal_col, 0))
+            state = DoorsState(*positions, doors=state.doors)
             obs = F.observation(state, self.params)
         self._state, self._obs = state, obs
         if self.render_mode == "human":
@@ -135,13 +139,13 @@ class DoorsJaxEnv(SingleEnvShell, gym.Env):
 
     def set_state(self, state: DoorsState) -> Any:
         """Puts the env in ``state`` (e.g. one taken from ``Doors-v0``); returns its observation."""
-        self._state = DoorsState(*(jnp.int32(field) for field in check_states(self.params, state)))
+        self._state = core.map_state(jnp.asarray, check_states(self.params, state))
         self._obs = F.observation(self._state, self.params)
         return self._out(self._obs)
 
     def _grid(self) -> np.ndarray:
         require_reset(self._state is not None)
-        state = DoorsState(*(np.asarray(field) for field in self._state))
+        state = core.map_state(np.asarray, self._state)
         return core.grid_observation(self.params, state).reshape(self.params.grid_size)
 
 
@@ -153,7 +157,7 @@ def _vector_step(
     next_state, reward, terminated, truncated, distance = jax.vmap(F.transition_parts, in_axes=(0, 0, None))(
         state, actions, params
     )
-    fresh = F.initial_from_draw(F.draw_starts(start_key, needs_reset.shape, params), params)
+    fresh = F.draw_initial(start_key, needs_reset.shape, params)
     next_state = F.where_state(needs_reset, fresh, next_state)
     kept = ~needs_reset
     reward = jnp.where(kept, reward, jnp.float32(0.0))
@@ -168,7 +172,7 @@ def _vector_reset(
     key: jax.Array, state: DoorsState, needs_reset: jax.Array, mask: jax.Array, params: DoorsParams
 ) -> tuple[jax.Array, tuple[jax.Array, DoorsState, jax.Array, jax.Array]]:
     key, start_key = jax.random.split(key)
-    fresh = F.initial_from_draw(F.draw_starts(start_key, mask.shape, params), params)
+    fresh = F.draw_initial(start_key, mask.shape, params)
     state = F.where_state(mask, fresh, state)
     return key, (F.observation(state, params), state, core.state_distance(state, jnp), needs_reset & ~mask)
 
@@ -210,7 +214,7 @@ class DoorsJaxVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
     ) -> None:
         self.num_envs = check_num_envs(num_envs)
         _validate_array_type(array_type)
-        params = make_params(**keywords, default_limit=core.DEFAULT_MAX_EPISODE_STEPS)
+        params = make_params(**keywords, default_limit=core.DEFAULT_TIME_LIMIT)
         self._check_render_mode(render_mode)
         self.func_env = F.DoorsFuncEnv.from_params(params)
         self.params: DoorsParams = params
@@ -256,7 +260,7 @@ class DoorsJaxVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
             self._key = _seed_key(None if seed is None else int(seed), self.np_random)
         state = self._state
         if state is None:
-            state = DoorsState(*(jnp.zeros(self.num_envs, dtype=jnp.int32) for _ in DoorsState._fields))
+            state = F.draw_initial(jax.random.key(0), (self.num_envs,), self.params)  # replaced: mask is all True
         self._key, (obs, state, distance, needs_reset) = self._reset_fn(
             self._key, state, self._needs_reset, jnp.asarray(mask), self.params
         )
@@ -298,12 +302,12 @@ class DoorsJaxVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
             raise ResetNeeded("Cannot call set_state before calling env.reset()")
         new = check_states(self.params, state, self.num_envs)
         select = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-        self._state = F.where_state(jnp.asarray(select), DoorsState(*(jnp.asarray(v) for v in new)), self._state)
+        self._state = F.where_state(jnp.asarray(select), core.map_state(jnp.asarray, new), self._state)
         self._needs_reset = self._needs_reset & ~jnp.asarray(select)
         self._obs = F.observation(self._state, self.params)
         return self._out(self._obs)
 
     def _grids(self) -> np.ndarray:
         require_reset(self._state is not None)
-        state = DoorsState(*(np.asarray(field) for field in self._state))
+        state = core.map_state(np.asarray, self._state)
         return core.grid_observation(self.params, state).reshape((self.num_envs, *self.params.grid_size))

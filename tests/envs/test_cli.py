@@ -1,11 +1,14 @@
 """The ``doors-gym`` command line, run in-process through ``doors_gym.cli.main``."""
 
+import math
+import re
 import subprocess
 import sys
 
 import pytest
 
 from doors_gym import cli, core, rendering
+from doors_gym.levels import LEVEL_NAMES, LEVELS
 
 
 def test_render_oracle_episodes_to_mp4(tmp_path, capsys):
@@ -75,10 +78,56 @@ def test_oracle_on_another_layout(capsys):
     assert "success 1.000" in printed
 
 
+def test_oracle_at_the_study_level_prints_the_spec_figures(capsys):
+    assert cli.main(["oracle", "--level", "study"]) == 0
+    printed = capsys.readouterr().out
+    assert "Doors-v0, DoorsJax-v0" in printed
+    assert "mean per-step reward 0.776" in printed
+    assert "longest path 28 steps" in printed
+    assert "rolling reward >= 0.750" in printed  # SPEC: 0.75 on Doors-v0
+
+
+def oracle_estimate(printed: str) -> tuple[float, float, float, float]:
+    """``(estimate, low, high, exact)`` from the oracle command's lines on a random-door level."""
+    estimate, low, high = re.search(r"reward ([0-9.]+) \(95 % CI ([0-9.]+) to ([0-9.]+)\)", printed).groups()
+    exact = re.search(r"exact over all \d+ layouts: mean per-step reward ([0-9.]+)", printed).group(1)
+    return float(estimate), float(low), float(high), float(exact)
+
+
+def test_oracle_on_a_random_level_estimates_with_an_interval_and_is_reproducible(capsys):
+    argv = ["oracle", "--level", "Random", "--layouts", "300", "--seed", "2"]
+    assert cli.main(argv) == 0
+    first = capsys.readouterr().out
+    assert "300 layouts drawn with seed 2" in first
+    assert f"exact over all {math.comb(15, 3)} layouts" in first
+    estimate, low, high, exact = oracle_estimate(first)
+    assert low < estimate < high and low <= exact <= high
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().out == first
+    assert cli.main(["oracle", "--level", "Random", "--layouts", "300", "--seed", "3"]) == 0
+    assert oracle_estimate(capsys.readouterr().out)[0] != estimate
+
+
+def test_oracle_table_of_every_level(capsys):
+    assert cli.main(["oracle", "--level", "all", "--layouts", "20"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("| level |") and "95 % CI" in lines[0]
+    rows = lines[2:]
+    assert [row.split("|")[1].strip() for row in rows] == list(LEVEL_NAMES)
+    for row, level in zip(rows, LEVELS):
+        assert f"`{level.env_id}`" in row and f"`{level.jax_env_id}`" in row
+        assert f"| {level.max_episode_steps} |" in row
+    assert "1 (exact, all pairs)" in rows[0] and "20 drawn, seed 0" in rows[-1]
+
+
 @pytest.mark.parametrize(
     ("argv", "flag"),
     [
         (["oracle", "--n-doors", "0"], "--n-doors"),
+        (["oracle", "--level", "99x99"], "--level"),
+        (["oracle", "--level", "study", "--grid-size", "9", "9"], "--grid-size"),
+        (["oracle", "--level", "Random", "--layouts", "1"], "--layouts"),
+        (["oracle", "--layouts", "0"], "--layouts"),
         (["render", "--n-doors", "0", "--out", "{tmp}/x.mp4"], "--n-doors"),
         (["oracle", "--grid-size", "2", "15"], "--grid-size"),
         (["render", "--grid-size", "2", "15", "--out", "{tmp}/x.mp4"], "--grid-size"),
@@ -186,3 +235,61 @@ def test_play_steps_on_key_presses_and_quits_on_window_close(monkeypatch, capsys
     assert actions_taken[:2] == [core.UP, core.RIGHT]
     assert not script
     assert "arrows or WASD" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("env", ["Doors-v0", "DoorsJax-v0"])
+def test_render_a_level_by_name_at_its_time_limit_and_cell_size(tmp_path, capsys, env):
+    if env == "DoorsJax-v0":
+        pytest.importorskip("jax")
+    out = tmp_path / "level.gif"
+    argv = ["render", "--level", "31x31", "--env", env, "--policy", "random", "--out", str(out), "--seed", "1"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "in 248 steps, truncated" in printed or "reached the goal" in printed
+    assert rendering.read_video_frame_count(out) > 1
+    import cv2
+
+    ok, animation = cv2.imreadanimation(str(out))
+    assert ok and animation.frames[0].shape[:2] == (620, 620)  # 20 pixels a cell: the 24 of render, within 640
+
+
+def test_render_with_walls_and_random_doors_flags(tmp_path, capsys):
+    out = tmp_path / "walls.gif"
+    argv = ["render", "--grid-size", "9", "9", "--n-walls", "2", "--doors", "random", "--n-doors", "1"]
+    assert cli.main([*argv, "--policy", "random", "--out", str(out), "--max-episode-steps", "5"]) == 0
+    assert "in 5 steps" in capsys.readouterr().out
+
+
+LEVEL_FLAG_ERRORS = [
+    (["--level", "huge"], "argument --level: invalid choice: 'huge'"),
+    (["--doors", "shuffled"], "argument --doors: invalid choice: 'shuffled'"),
+    (["--n-walls", "8"], "--n-walls 8 is too many for --grid-size (15, 15)"),
+    (["--doors", "random", "--door-cols", "1", "2"], "--door-cols [1, 2] contradicts --doors 'random'"),
+    (["--level", "3Walls", "--n-walls", "2"], "--level '3Walls' sets the layout: --n-walls 2 cannot be given"),
+    (["--level", "Random", "--grid-size", "9", "9"], "--level 'Random' sets the layout: --grid-size (9, 9)"),
+    (["--grid-size", "91", "91"], "--grid-size (91, 91) is out of range: H * W = 8281 cells"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), LEVEL_FLAG_ERRORS, ids=[" ".join(f) for f, _ in LEVEL_FLAG_ERRORS])
+def test_bad_level_flags_exit_with_code_2_naming_the_flag(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["render", *flags, "--out", str(tmp_path / "x.gif")])
+    assert caught.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_level_flags_leave_the_plugged_in_commands_time_limit_alone():
+    parser = cli.build_parser()
+    commands = next(action for action in parser._actions if action.dest == "command").choices
+    render = commands["render"].parse_args(["--out", "x.gif"])
+    assert render.max_episode_steps is None and render.level is None
+    assert render.cell_pixels is None and render.largest_cell_pixels == 24
+    assert commands["oracle"].get_default("max_episode_steps") is None  # the layout's own, as play and render
+    for name in (name for name in commands if name not in ("play", "render", "oracle")):  # the plugged-in ones
+        limit = commands[name].get_default("max_episode_steps")
+        assert limit in (None, core.DEFAULT_MAX_EPISODE_STEPS) and commands[name].get_default("level") is None
+        if any(action.dest == "max_episode_steps" for action in commands[name]._actions):
+            assert limit == core.DEFAULT_MAX_EPISODE_STEPS, name
+        if any(action.dest == "cell_pixels" for action in commands[name]._actions):
+            assert commands[name].get_default("cell_pixels") is not None, name

@@ -263,7 +263,7 @@ def test_state_and_set_state_round_trip():
     for _ in range(5):
         env.step(rng.integers(0, 5, size=4))
     state = env.unwrapped.state
-    assert all(field.shape == (4,) and field.dtype == np.int32 for field in state)
+    assert all(field.shape == (4,) and field.dtype == np.int32 for field in state[:5]) and state.doors is None
     stay = np.zeros(4, dtype=np.int64)
     obs_at_state = env.step(stay)[0]
     for _ in range(3):
@@ -285,7 +285,7 @@ def test_an_agent_set_on_its_goal_leaves_it_drawn_as_the_single_env_does():
     vector, single = DoorsVectorEnv(1), DoorsEnv()
     vector.reset(seed=0)
     single.reset(seed=0)
-    batch = DoorsState(*(np.array([field]) for field in on_goal))
+    batch = DoorsState(*(np.array([field]) for field in on_goal[:5]))
     np.testing.assert_array_equal(vector.set_state(batch)[0], single.set_state(on_goal))
     vector_obs, _, vector_terminated, _, _ = vector.step(np.array([core.DOWN]))
     single_obs, _, single_terminated, _, _ = single.step(core.DOWN)
