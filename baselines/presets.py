@@ -137,19 +137,27 @@ LEVEL_PREFIX = "level-"
 
 
 def level_preset(level: str) -> Preset:
-    """The shared preset of ``level`` (like for like: every arm's hyperparameters and budget at that level):
-    ``hyperparams/level-<level>.yml``, named ``shared-<level>``; the study level's is :data:`SHARED`.
+    """The shared preset of ``level`` (like for like: every arm's hyperparameters and budget at that level),
+    named ``shared-<level>``: :data:`SHARED`'s, with ``hyperparams/level-<level>.yml`` on top (its budget, and
+    any hyperparameter it changes); the study level's is :data:`SHARED` itself.
 
     Raises:
         ValueError: naming a level that has no preset file.
     """
+    shared = load_preset(SHARED, "")
     if level == "study":
-        return load_preset(SHARED, "")
+        return shared
     path = HYPERPARAMS_DIR / f"{LEVEL_PREFIX}{level}.yml"
     if not path.exists():
         known = sorted(path.stem.removeprefix(LEVEL_PREFIX) for path in HYPERPARAMS_DIR.glob(f"{LEVEL_PREFIX}*.yml"))
         raise ValueError(f"level={level!r} has no shared preset ({path.name} is missing): expected one of {known}")
-    return dataclasses.replace(read_preset(path), name=f"{SHARED}-{level}")
+    own = read_preset(path)
+    return Preset(
+        f"{SHARED}-{level}",
+        {**shared.hyperparameters, **own.hyperparameters},
+        {**shared.run, **own.run},
+        {**own.study, "hyperparameters": f"{SHARED}.yml's, changed: {sorted(own.hyperparameters) or 'none'}"},
+    )
 
 
 def own_presets(arm: str) -> Mapping[str, str]:
