@@ -145,7 +145,7 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
     from doors_gym_baselines import ladder
     from doors_gym_baselines.config import RunSettings
 
-    monkeypatch.setattr(ladder, "QUICK_STEPS", 512)
+    monkeypatch.setattr(ladder, "QUICK_STEPS", 2_048)  # every env ends an episode (time limit 60)
     options = ladder.LadderOptions(
         arms=("torch-numpy",),
         levels=("Random", "study"),
@@ -155,7 +155,7 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
     )
     planned = ladder.plan(options)
     assert [each.level for each in planned] == ["study", "Random"]  # SPEC's order
-    assert all(each.seeds == 1 and each.total_steps == 512 for each in planned)
+    assert all(each.seeds == 1 and each.total_steps == 2_048 for each in planned)
     first = ladder.ladder(options, RunSettings(quiet=True))
     assert [(row.level, row.key) for row in first.rows] == [("study", "torch-numpy"), ("Random", "torch-numpy")]
     assert all(path.exists() for path in first.paths.values())
