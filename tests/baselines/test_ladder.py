@@ -163,3 +163,19 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
     again = ladder.ladder(options, RunSettings(quiet=True))
     assert capsys.readouterr().out.count("reusing") == 2
     assert [row.wall_seconds_total for row in again.rows] == [row.wall_seconds_total for row in first.rows]
+
+
+def test_the_torch_model_over_grids_reads_the_doors_as_the_loop_does() -> None:
+    torch = pytest.importorskip("torch")
+    from doors_gym_baselines.dqn_torch import GridQNetwork, QNetwork
+
+    params = get_level("3Walls").params()
+    network = QNetwork(
+        params.num_cells, (16,), door_offsets=cell_codes.door_offsets(params), num_inputs=cell_codes.num_inputs(params)
+    )
+    envs = gym.make_vec(get_level("3Walls").env_id, 8)
+    obs, _ = envs.reset(seed=5)
+    with torch.no_grad():
+        from_grids = GridQNetwork(network, params)(torch.as_tensor(obs))
+        from_cells = network(torch.as_tensor(cell_codes.encode(obs, params)))
+    np.testing.assert_array_equal(from_grids.numpy(), from_cells.numpy())
