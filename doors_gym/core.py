@@ -302,7 +302,8 @@ def _check_n_walls(n_walls: Any, grid_size: tuple[int, int]) -> int:
 
 
 def _check_door_mode(doors: Any, door_cols: Any, obs_mode: Any) -> str:
-    """``doors`` if it is one of :data:`DOOR_MODES` and agrees with ``door_cols`` and ``obs_mode``, else ``ValueError``."""
+    """``doors`` if it is one of :data:`DOOR_MODES` and agrees with ``door_cols`` and ``obs_mode``, else
+    ``ValueError``."""
     if doors not in DOOR_MODES:
         raise ValueError(f"doors={doors!r} is not supported: expected one of {list(DOOR_MODES)}")
     if doors == "random" and door_cols is not None:

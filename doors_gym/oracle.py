@@ -239,15 +239,17 @@ class OraclePolicy:
     def _distances(self, walls: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """``(N, H, W)`` distance fields of ``N`` flat wall masks and goal cells, searching only new ones."""
         keys = [key.tobytes() for key in np.concatenate([np.packbits(walls, axis=1), goal[:, None].view(np.uint8)], 1)]
-        missing = {key: index for index, key in enumerate(keys) if key not in self._fields}
+        found = {key: self._fields[key] for key in keys if key in self._fields}
+        missing = {key: index for index, key in enumerate(keys) if key not in found}
         if missing:
             picked = np.fromiter(missing.values(), dtype=np.intp)
             grids = walls[picked].reshape((-1, *self.params.grid_size))
-            fields = distance_field(grids, *np.divmod(goal[picked], self.params.width))
-            while len(self._fields) + len(missing) > self.CACHE_SIZE and self._fields:
+            found.update(zip(missing, distance_field(grids, *np.divmod(goal[picked], self.params.width))))
+            for key in missing:  # the newest last; the oldest leave first
+                self._fields[key] = found[key]
+            while len(self._fields) > self.CACHE_SIZE:
                 del self._fields[next(iter(self._fields))]
-            self._fields.update(zip(missing, fields))
-        return np.stack([self._fields[key] for key in keys])
+        return np.stack([found[key] for key in keys])
 
     def __call__(self, obs: Any) -> Any:
         codes, batch_shape = self._codes(np.asarray(obs))

@@ -171,7 +171,9 @@ def parse_reset_options(params: DoorsParams, options: Mapping[str, Any] | None) 
         raise ValueError(f"reset options {unknown} are unknown: expected keys among {list(RESET_OPTIONS)}")
     layout = core.layout_grid(params) if not params.random_doors else _full_walls(params)
     positions = {
-        key: check_position(params, f"options[{key!r}]", options[key], layout) for key in RESET_OPTIONS if key in options
+        key: check_position(params, f"options[{key!r}]", options[key], layout)
+        for key in RESET_OPTIONS
+        if key in options
     }
     if positions.get("agent_pos") is not None and positions.get("agent_pos") == positions.get("goal_pos"):
         raise ValueError(
@@ -215,7 +217,9 @@ def check_doors(params: DoorsParams, doors: Any, shape: tuple[int, ...] = ()) ->
     expected = shape + (params.n_walls, params.n_doors)
     if doors is None:
         if params.random_doors:
-            raise ValueError(f"state.doors=None is invalid with doors='random': expected int columns of shape {expected}")
+            raise ValueError(
+                f"state.doors=None is invalid with doors='random': expected int columns of shape {expected}"
+            )
         return None
     array = np.asarray(doors)
     if array.dtype.kind not in "iu":
@@ -262,7 +266,8 @@ def check_states(params: DoorsParams, state: DoorsState, num_envs: int | None = 
         layout = layouts if doors is None else layouts[index]
         goal = (int(values.goal_row[index]), int(values.goal_col[index]))
         check_position(params, f"state.goal{where}", goal, layout)
-        check_position(params, f"state.agent{where}", (int(values.agent_row[index]), int(values.agent_col[index])), layout)
+        agent = (int(values.agent_row[index]), int(values.agent_col[index]))
+        check_position(params, f"state.agent{where}", agent, layout)
     if np.any(values.time < 0):
         raise ValueError(f"state.time={values.time.tolist()} is invalid: expected >= 0")
     return DoorsState(*(field.astype(core.POSITION_DTYPE) for field in values[:5]), doors=doors)

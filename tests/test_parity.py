@@ -335,7 +335,7 @@ OBS_MODE_LAYOUTS = [
 ]
 
 
-@pytest.mark.parametrize("obs_mode", ["onehot", "rgb", "coords"])
+@pytest.mark.parametrize("obs_mode", ["onehot", "rgb", "coords", "flat"])
 @pytest.mark.parametrize("layout", OBS_MODE_LAYOUTS, ids=layout_id)
 def test_observation_variants_identical(obs_mode, layout):
     """Every obs_mode: the same observation from both backends, single and vector, for random transitions."""
@@ -450,7 +450,8 @@ def test_level_transitions_identical_with_autoresets(level):
             else:
                 np.testing.assert_array_equal(np.asarray(jax_field)[kept], np_field[kept])
         # Autoreset envs: their new episode (doors included) is drawn as JAX's observation draws it.
-        np.testing.assert_array_equal(np.asarray(observe(to_jax_state_with_doors(after), params))[resetting], obs[resetting])
+        reset_obs = np.asarray(observe(to_jax_state_with_doors(after), params))
+        np.testing.assert_array_equal(reset_obs[resetting], obs[resetting])
         moved = (np.asarray(before.agent_row) != after.agent_row) | (np.asarray(before.agent_col) != after.agent_col)
         counts["stayed"] += int((kept & ~moved & (actions != STAY)).sum())
         counts["compared"] += int(kept.sum())
@@ -579,3 +580,22 @@ def test_level_start_distributions_agree(level):
         first_wall = np.asarray(np_starts.doors)[:, 0]
         biased = first_wall[~(first_wall == 0).any(axis=-1)].reshape(-1)
         assert chi_square_same(biased, jax_values["wall 0 door columns"]) < FALSE_ALARM
+
+
+@pytest.mark.parametrize("obs_mode", ["flat", "onehot", "rgb"])
+@pytest.mark.parametrize("level", LEVELS[1:], ids=lambda level: level.name)
+def test_level_observation_variants_identical(level, obs_mode):
+    """Every observation mode at every random level: the native vector env's steps against JAX's ``env_step``."""
+    num_envs = 16
+    envs = gym.make_vec(level.env_id, num_envs, obs_mode=obs_mode, cell_pixels=2, max_episode_steps=10)
+    params = envs.unwrapped.params
+    rng = np.random.default_rng(8)
+    envs.reset(seed=4)
+    for _ in range(12):
+        before = envs.unwrapped.state
+        kept = ~np.asarray(envs.unwrapped._needs_reset)
+        actions = guided_actions(params, before, rng)
+        obs = envs.step(actions)[0]
+        jax_obs = batched_env_step()(to_jax_state_with_doors(before), jnp.asarray(actions, jnp.int32), params)[0]
+        assert np.asarray(jax_obs).dtype == obs.dtype and obs in envs.observation_space
+        np.testing.assert_array_equal(np.asarray(jax_obs)[kept], obs[kept])

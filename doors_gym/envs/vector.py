@@ -119,8 +119,8 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         num_starts = width * width
         generators = self._generators
         if self._random_doors:  # the start, then the doors, from each env's generator (as the single env draws)
-            draws, doors = zip(*((generators[i].integers(0, num_starts), self._sample_doors(generators[i])) for i in indices.tolist()))
-            draws, doors = np.array(draws, dtype=np.intp), np.stack(doors)
+            pairs = [(generators[i].integers(0, num_starts), self._sample_doors(generators[i])) for i in indices]
+            draws, doors = np.array([draw for draw, _ in pairs], dtype=np.intp), np.stack([d for _, d in pairs])
         else:
             draws = np.array([generators[i].integers(0, num_starts) for i in indices.tolist()], dtype=np.intp)
             doors = None

@@ -156,7 +156,8 @@ def where_state(condition: Array, if_true: DoorsState, if_false: DoorsState) -> 
     """
 
     def select(a: Array, b: Array) -> Array:
-        return jnp.where(jnp.reshape(condition, jnp.shape(condition) + (1,) * (jnp.ndim(a) - jnp.ndim(condition))), a, b)
+        trailing = (1,) * (jnp.ndim(a) - jnp.ndim(condition))
+        return jnp.where(jnp.reshape(condition, jnp.shape(condition) + trailing), a, b)
 
     return jax.tree.map(select, if_true, if_false)
 

@@ -431,3 +431,17 @@ def test_level_figures_refuse_bad_layout_counts_and_short_limits():
         level_figures(DoorsParams(max_episode_steps=20))
     with pytest.raises(ValueError, match="level='Nope'"):
         level_figures("Nope")
+
+
+def test_oracle_policy_keeps_a_bounded_cache_and_acts_on_batches_larger_than_it():
+    level = get_level("Random")
+    envs = gym.make_vec(level.env_id, 12)
+    policy = OraclePolicy(envs.unwrapped.params)
+    policy.CACHE_SIZE = 4
+    reference = OraclePolicy(envs.unwrapped.params)
+    obs, _ = envs.reset(seed=0)
+    for _ in range(30):
+        actions = policy(obs)
+        np.testing.assert_array_equal(actions, reference(obs))
+        assert len(policy._fields) <= 4
+        obs, *_ = envs.step(actions)

@@ -94,7 +94,8 @@ def record_rollout() -> dict[str, np.ndarray]:
 
     state, trajectory = F.rollout(jax.random.key(3), policy, 4, 120)
     recorded = {name: np.asarray(value) for name, value in trajectory.items()}
-    recorded.update({f"final_{name}": np.asarray(value) for name, value in state._asdict().items() if value is not None})
+    final = {f"final_{name}": np.asarray(value) for name, value in state._asdict().items() if value is not None}
+    recorded.update(final)
     return recorded
 
 

@@ -87,6 +87,13 @@ def test_oracle_at_the_study_level_prints_the_spec_figures(capsys):
     assert "rolling reward >= 0.750" in printed  # SPEC: 0.75 on Doors-v0
 
 
+def test_render_the_oracle_at_a_random_level_reaches_every_goal(tmp_path, capsys):
+    out = tmp_path / "x.gif"
+    argv = ["render", "--level", "3Walls", "--policy", "oracle", "--episodes", "2", "--cell-pixels", "2", "--out", str(out)]
+    assert cli.main(argv) == 0
+    assert "(2/2 reached the goal)" in capsys.readouterr().out
+
+
 def oracle_estimate(printed: str) -> tuple[float, float, float, float]:
     """``(estimate, low, high, exact)`` from the oracle command's lines on a random-door level."""
     estimate, low, high = re.search(r"reward ([0-9.]+) \(95 % CI ([0-9.]+) to ([0-9.]+)\)", printed).groups()
