@@ -19,7 +19,7 @@ from doors_gym.core import DoorsParams
 from ..arm import Arm
 from ..arms import ARMS, REFERENCE_ARM
 from ..config import Config
-from ..evaluation import evaluate_greedy, evaluation_episodes
+from ..evaluation import evaluate_greedy
 from ..metrics import PHASES, SOLVED_ROLLING_REWARD, is_solved
 from .statistics import Interval, iqm_interval
 
@@ -261,10 +261,7 @@ def oracle_row(params: DoorsParams) -> dict[str, float]:
     """The shortest-path policy's figures on the same greedy evaluation."""
     from doors_gym.oracle import OraclePolicy
 
-    policy = OraclePolicy(params)
-    # Room for every layout of one evaluation: OraclePolicy's eviction can drop a field the same batch still needs.
-    policy.CACHE_SIZE = max(policy.CACHE_SIZE, 4 * evaluation_episodes(params))
-    evaluation = evaluate_greedy(policy, params)
+    evaluation = evaluate_greedy(OraclePolicy(params), params)
     return {
         "rolling_reward": evaluation.mean_step_reward,
         "greedy_success_rate": evaluation.success_rate,
