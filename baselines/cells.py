@@ -55,7 +55,8 @@ def door_offsets(params: DoorsParams) -> tuple[int, ...]:
     """The first-layer row of column 0 of each door column in the input (``door_count`` of them, wall by wall)."""
     if not params.random_doors:
         return ()
-    return tuple(2 * params.num_cells + wall * params.width for wall in range(params.n_walls) for _ in range(params.n_doors))
+    first = 2 * params.num_cells
+    return tuple(first + wall * params.width for wall in range(params.n_walls) for _ in range(params.n_doors))
 
 
 def door_columns(obs: np.ndarray, params: DoorsParams) -> np.ndarray:

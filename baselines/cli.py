@@ -269,7 +269,8 @@ def run_ladder(args: argparse.Namespace) -> int:
     from .ladder import LadderOptions, ladder
 
     options = LadderOptions(**flags.values_from(LadderOptions, args))
-    outcome = ladder(options, RunSettings(**flags.values_from(RunSettings, args, include=("vectorization", "device", "quiet"))))
+    machinery = flags.values_from(RunSettings, args, include=("vectorization", "device", "quiet"))
+    outcome = ladder(options, RunSettings(**machinery))
     print("\n" + outcome.table + "\n\nfiles: " + ", ".join(str(path) for path in outcome.paths.values()))
     return 0
 

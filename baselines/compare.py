@@ -40,7 +40,16 @@ from .arm import ArmProtocol
 from .arms import ARMS, get_arm
 from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, field, level_run
 from .metrics import TrainResult, seconds_to_first_window, seconds_to_solved
-from .presets import RUN_FIELDS, SHARED, Preset, check_preset, hyperparameters_of, level_preset, load_preset, preset_field
+from .presets import (
+    RUN_FIELDS,
+    SHARED,
+    Preset,
+    check_preset,
+    hyperparameters_of,
+    level_preset,
+    load_preset,
+    preset_field,
+)
 from .serving import register_champion
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")

@@ -109,7 +109,8 @@ def make_network(config: DQNConfig) -> QNetwork:
     """The config's Q-network: over the two cells, and the door columns where the doors are random."""
     params = config.params
     inputs = num_inputs(params) if params.random_doors else None
-    return QNetwork(params.num_cells, config.hyperparameters.hidden_sizes, door_offsets=door_offsets(params), num_inputs=inputs)
+    hidden_sizes = config.hyperparameters.hidden_sizes
+    return QNetwork(params.num_cells, hidden_sizes, door_offsets=door_offsets(params), num_inputs=inputs)
 
 
 def make_optimizer(config: DQNConfig, parameters: Any, device: torch.device) -> torch.optim.Optimizer:

@@ -175,13 +175,12 @@ def plot(rows: Sequence[LadderRow], levels: Sequence[str], path: pathlib.Path) -
         mine = [row for row in rows if row.key == key]
         x = [positions[row.level] for row in mine]
         solved = [row for row in mine if math.isfinite(row.seconds_to_solved_iqm)]
-        line = axes[0].plot(
-            [positions[row.level] for row in solved], [row.seconds_to_solved_iqm for row in solved], "o-", label=mine[0].label
-        )[0]
+        solved_x = [positions[row.level] for row in solved]
+        solved_y = [row.seconds_to_solved_iqm for row in solved]
+        line = axes[0].plot(solved_x, solved_y, "o-", label=mine[0].label)[0]
         low = [row.seconds_to_solved_iqm - row.seconds_to_solved_low for row in solved]
         high = [_finite(row.seconds_to_solved_high, ceiling) - row.seconds_to_solved_iqm for row in solved]
-        axes[0].errorbar([positions[row.level] for row in solved], [row.seconds_to_solved_iqm for row in solved],
-                         yerr=[low, high], fmt="none", color=line.get_color(), capsize=3)
+        axes[0].errorbar(solved_x, solved_y, yerr=[low, high], fmt="none", color=line.get_color(), capsize=3)
         unsolved = [positions[row.level] for row in mine if not math.isfinite(row.seconds_to_solved_iqm)]
         axes[0].plot(unsolved, [ceiling] * len(unsolved), "x", color=line.get_color(), markersize=9)
         axes[1].plot(x, [row.env_steps_per_second for row in mine], "o-", color=line.get_color())

@@ -179,7 +179,8 @@ class CompiledSeeds:
         evaluations = [evaluate_greedy(policy.act, self.config.params) for policy in policies]
         training = rolling_figures(on_host(self.runner.episodes, num_seeds))
         bar = solved_reward(self.config.params)
-        row = history_row(step, self.start, self.config.epsilon(step), self.losses, evaluations, training, self.seeds, bar)
+        epsilon = self.config.epsilon(step)
+        row = history_row(step, self.start, epsilon, self.losses, evaluations, training, self.seeds, bar)
         return Evaluation.mean(evaluations), row
 
     def result(
@@ -234,7 +235,9 @@ def rolling_figures(episodes: Any) -> list[TrainingFigures]:
     return [TrainingFigures(**{name: float(values[i]) for name, values in columns.items()}) for i in range(len(count))]
 
 
-def seed_policy(network: QNetwork, stacked_params: Any, seed_index: int, layout: DoorsParams | None = None) -> FlaxPolicy:
+def seed_policy(
+    network: QNetwork, stacked_params: Any, seed_index: int, layout: DoorsParams | None = None
+) -> FlaxPolicy:
     """One seed's greedy policy, from parameters stacked over seeds (for host-side evaluation and files);
     ``layout`` is the run's (its doors are read off the grid where they are random)."""
     return FlaxPolicy(network, jax.tree.map(lambda leaf: leaf[seed_index], stacked_params), layout)

@@ -58,7 +58,8 @@ def level_row(level, batch_size: int, width: int, repeats: int, rng: np.random.G
     dense_batch = torch.zeros(batch_size, planes_in)
     if grids is not None:
         for code_index, code in enumerate((1, 3, 2)):  # agent, goal, wall planes
-            dense_batch[:, code_index * params.num_cells :][:, : params.num_cells] = torch.as_tensor(grids == code).float()
+            plane = torch.as_tensor(grids == code).float()
+            dense_batch[:, code_index * params.num_cells : (code_index + 1) * params.num_cells] = plane
     sparse = QNetwork(params.num_cells, (width, width), door_offsets=cell_codes.door_offsets(params),
                       num_inputs=cell_codes.num_inputs(params) if doors else None)
     dense_ms = ms_per_update(dense_network(planes_in, width), dense_batch, repeats)
