@@ -66,6 +66,13 @@ def evaluation_episodes(params: DoorsParams) -> int:
     return EVALUATION_EPISODES if params.random_doors else params.width * params.width
 
 
+def describe_evaluation(params: DoorsParams) -> str:
+    """What one greedy evaluation plays, in words (``"all 225 start/goal pairs"`` on ``Doors-v0``)."""
+    if params.random_doors:
+        return f"{EVALUATION_EPISODES} episodes of fixed starts and doors (seed {EVALUATION_SEED})"
+    return f"all {evaluation_episodes(params)} start/goal pairs"
+
+
 def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams) -> Evaluation:
     """Plays ``act`` (a batch of grid observations -> greedy actions) from every start, one episode each.
 
