@@ -126,8 +126,10 @@ class CompareOptions:
     @property
     def run_name(self) -> str:
         """The name of the comparison's MLflow parent run (its level's name after the preset's, off the study)."""
-        level = "" if self.level == STUDY else f"-{self.level}"
-        return f"compare-{pathlib.Path(self.preset).stem}{level}"
+        if self.level == STUDY:
+            return f"compare-{pathlib.Path(self.preset).stem}"
+        shared = self.preset in ("tuned", SHARED)  # both mean the level's shared preset there
+        return f"compare-{SHARED if shared else pathlib.Path(self.preset).stem}-{self.level}"
 
     @property
     def seed_list(self) -> list[int]:
