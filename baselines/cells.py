@@ -10,6 +10,14 @@ the env state (the fully jitted arm), and the replay buffer stores them; no forw
 
 Cells are an integer array ``(..., 2)``: the agent's cell and the goal's cell, row-major, the goal's
 :data:`HIDDEN` when the agent stands on it (the grid then shows the agent there, not the goal).
+
+Where the doors are drawn per episode (a level's ``doors="random"``), the two cells no longer tell the
+layout: the input is then ``(..., 2 + n_walls * n_doors)``, the two cells followed by each wall's door
+columns (ascending per wall), and the first layer is linear over one more one-hot plane per wall, its
+open columns (``W`` inputs per wall, :func:`num_inputs`). The network still adds rows of that layer's
+weight: the agent's, the goal's and one per door. Its width grows with the number of doors, never with
+``H * W``, and neither do the replay buffers, which store these small integers. Where the doors are fixed
+the input stays the two cells (``Doors-v0``'s network, bit for bit).
 NumPy only, so every framework's arm uses it.
 """
 
@@ -17,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from doors_gym.core import AGENT, GOAL
+from doors_gym import core
+from doors_gym.core import AGENT, GOAL, WALL, DoorsParams
 
 CELLS_DTYPE = np.int16
 """Cell indices: ``H * W <= 8191`` fits int16 (the replay buffer holds 4 bytes per observation)."""
@@ -25,25 +34,82 @@ HIDDEN = -1
 """The goal's cell when the agent stands on the goal."""
 
 
-def encode(obs: np.ndarray) -> np.ndarray:
-    """``(..., 2)`` int16 cells (agent, goal or :data:`HIDDEN`) of grid observations ``(..., H * W)``."""
+def door_count(params: DoorsParams | None) -> int:
+    """Door columns in the input: ``n_walls * n_doors`` where the doors are random, else 0."""
+    return params.n_walls * params.n_doors if params is not None and params.random_doors else 0
+
+
+def input_width(params: DoorsParams | None) -> int:
+    """Integers per observation: 2 cells, and the door columns where the doors are random."""
+    return 2 + door_count(params)
+
+
+def num_inputs(params: DoorsParams) -> int:
+    """Inputs of the first layer: the agent's and the goal's planes (``2 * H * W``), and where the doors are
+    random one plane of open columns per wall (``n_walls * W``)."""
+    walls = params.n_walls * params.width if params.random_doors else 0
+    return 2 * params.num_cells + walls
+
+
+def door_offsets(params: DoorsParams) -> tuple[int, ...]:
+    """The first-layer row of column 0 of each door column in the input (``door_count`` of them, wall by wall)."""
+    if not params.random_doors:
+        return ()
+    first = 2 * params.num_cells
+    return tuple(first + wall * params.width for wall in range(params.n_walls) for _ in range(params.n_doors))
+
+
+def door_columns(obs: np.ndarray, params: DoorsParams) -> np.ndarray:
+    """``(..., n_walls * n_doors)`` int16: each wall's open columns of grid observations ``(..., H * W)``,
+    ascending per wall (what ``DoorsState.doors`` holds, flattened). Reads only the wall rows."""
+    obs = np.asarray(obs)
+    grid = obs.reshape(*obs.shape[:-1], params.height, params.width)
+    open_cells = grid[..., list(params.wall_rows), :] != WALL  # the agent may stand in a door
+    columns = np.arange(params.width)
+    ranked = np.sort(np.where(open_cells, columns, params.width + columns), axis=-1)[..., : params.n_doors]
+    return ranked.reshape(*obs.shape[:-1], -1).astype(CELLS_DTYPE)
+
+
+def encode(obs: np.ndarray, params: DoorsParams | None = None) -> np.ndarray:
+    """``(..., 2)`` int16 cells (agent, goal or :data:`HIDDEN`) of grid observations ``(..., H * W)``, followed by
+    the door columns (:func:`door_columns`) where ``params`` draws its doors per episode."""
     obs = np.asarray(obs)
     agent = np.argmax(obs == AGENT, axis=-1)
     is_goal = obs == GOAL
     goal = np.argmax(is_goal, axis=-1)
     visible = np.take_along_axis(is_goal, goal[..., None], axis=-1)[..., 0]
-    return np.stack([agent, np.where(visible, goal, HIDDEN)], axis=-1).astype(CELLS_DTYPE)
+    cells = np.stack([agent, np.where(visible, goal, HIDDEN)], axis=-1).astype(CELLS_DTYPE)
+    if not door_count(params):
+        return cells
+    return np.concatenate([cells, door_columns(obs, params)], axis=-1)
 
 
-def planes(cells: np.ndarray, num_cells: int) -> np.ndarray:
-    """The one-hot agent and goal planes, float32 ``(..., 2 * H * W)``, that the first layer is defined over.
+def planes(cells: np.ndarray, num_cells: int, offsets: tuple[int, ...] = (), inputs: int | None = None) -> np.ndarray:
+    """The one-hot planes, float32 ``(..., inputs)`` (default ``2 * H * W``), that the first layer is defined over.
 
-    The networks never build them (they add two weight rows); the reference update in the tests does.
+    ``offsets`` are :func:`door_offsets` where the input carries door columns. The networks never build
+    them (they add weight rows); the reference update in the tests does.
     """
-    flat = np.asarray(cells).reshape(-1, 2).astype(np.intp)
+    width = 2 + len(offsets)
+    flat = np.asarray(cells).reshape(-1, width).astype(np.intp)
+    size = inputs or 2 * num_cells
     rows = np.arange(len(flat))
-    out = np.zeros((len(flat), 2 * num_cells), dtype=np.float32)
+    out = np.zeros((len(flat), size), dtype=np.float32)
     out[rows, flat[:, 0]] = 1.0
     visible = flat[:, 1] != HIDDEN
     out[rows[visible], num_cells + flat[visible, 1]] = 1.0
-    return out.reshape(*np.shape(cells)[:-1], 2 * num_cells)
+    for index, offset in enumerate(offsets):
+        out[rows, offset + flat[:, 2 + index]] = 1.0
+    return out.reshape(*np.shape(cells)[:-1], size)
+
+
+def decode(cells: np.ndarray, params: DoorsParams) -> np.ndarray:
+    """The grid observations ``(..., H * W)`` int8 that :func:`encode` read ``cells`` off (its inverse)."""
+    cells = np.asarray(cells)
+    batch = cells.shape[:-1]
+    doors = cells[..., 2:].reshape(*batch, params.n_walls, params.n_doors) if door_count(params) else None
+    grid = np.array(np.broadcast_to(core.layout_grid(params, doors), (*batch, params.num_cells)))
+    agent, goal = cells[..., :1].astype(np.intp), cells[..., 1:2].astype(np.intp)
+    np.put_along_axis(grid, np.where(goal >= 0, goal, agent), np.where(goal >= 0, GOAL, AGENT), axis=-1)
+    np.put_along_axis(grid, agent, AGENT, axis=-1)
+    return grid

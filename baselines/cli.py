@@ -77,6 +77,17 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=run_compare)
 
 
+def add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``ladder`` flags: the ladder's settings and the machinery of every run."""
+    from .ladder import LadderOptions
+
+    flags.add_arguments(parser.add_argument_group("ladder"), LadderOptions)
+    flags.add_arguments(
+        parser.add_argument_group("machinery"), RunSettings, include=("vectorization", "device", "quiet")
+    )
+    parser.set_defaults(handler=run_ladder)
+
+
 COMMANDS = {
     "train": (
         "train one DQN arm and print its figures",
@@ -106,6 +117,14 @@ COMMANDS = {
         "comparison resumes from its finished runs.",
         True,
         add_compare_arguments,
+    ),
+    "ladder": (
+        "train every arm at every level of the Doors suite: time to solved against the level",
+        "Run `compare --level NAME` at each level (the level's shared preset, each arm at its backend's id of the "
+        "level), then write a table and a plot across the levels: time to solved (IQM, 95 % CI), env steps per "
+        "second and ms per update. Each level is its own MLflow parent run; a killed ladder resumes.",
+        False,
+        add_ladder_arguments,
     ),
 }
 """Each command's help line, description, whether it takes the layout flags, and its flags."""
@@ -241,6 +260,18 @@ def run_compare(args: argparse.Namespace) -> int:
     budget = [spec.name for spec in dataclasses.fields(CompareOptions)]
     outcome = compare(options, RunSettings(**flags.values_from(RunSettings, args, exclude=budget)))
     print(describe_outcome(outcome, options))
+    return 0
+
+
+@in_command
+def run_ladder(args: argparse.Namespace) -> int:
+    """``doors-gym ladder``: a comparison per level, then the ladder's table and plot."""
+    from .ladder import LadderOptions, ladder
+
+    options = LadderOptions(**flags.values_from(LadderOptions, args))
+    machinery = flags.values_from(RunSettings, args, include=("vectorization", "device", "quiet"))
+    outcome = ladder(options, RunSettings(**machinery))
+    print("\n" + outcome.table + "\n\nfiles: " + ", ".join(str(path) for path in outcome.paths.values()))
     return 0
 
 

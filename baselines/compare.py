@@ -33,13 +33,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import doors_gym
+from doors_gym.levels import LEVEL_NAMES, STUDY, get_level
 
 from . import reporting, tracking
 from .arm import ArmProtocol
 from .arms import ARMS, get_arm
-from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, field
+from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, field, level_run
 from .metrics import TrainResult, seconds_to_first_window, seconds_to_solved
-from .presets import RUN_FIELDS, Preset, check_preset, hyperparameters_of, load_preset, preset_field
+from .presets import (
+    RUN_FIELDS,
+    SHARED,
+    Preset,
+    check_preset,
+    hyperparameters_of,
+    level_preset,
+    load_preset,
+    preset_field,
+)
 from .serving import register_champion
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
@@ -71,6 +81,13 @@ class CompareOptions:
     experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
     models: bool = field(True, "log the trained models to MLflow")
     fresh: bool = field(False, "retrain every run instead of reusing finished ones")
+    level: str = field(
+        STUDY,
+        "the level every arm trains at, each stepping its own backend's id of it (study: Doors-v0); at a level "
+        "other than the study's, the presets 'tuned' and 'shared' mean the level's shared preset "
+        "(hyperparams/level-<level>.yml)",
+        choices=LEVEL_NAMES,
+    )
 
     def __post_init__(self) -> None:
         if not self.arms:
@@ -80,6 +97,7 @@ class CompareOptions:
         if len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms={list(self.arms)} repeats an arm: expected each arm once")
         check_preset(self.preset)
+        check_choice("level", self.level, LEVEL_NAMES)
         check_at_least("seeds", self.seeds, 1)
         check_at_least("first_seed", self.first_seed, 1)
         for name in ("total_steps", "eval_every"):
@@ -87,8 +105,15 @@ class CompareOptions:
                 check_at_least(name, getattr(self, name), 1)
 
     def preset_config(self, arm: str, run: RunSettings | None = None) -> tuple[Config, Preset]:
-        """``arm``'s preset over ``run`` (layout and machinery), with the budget overrides, and the preset."""
-        preset = load_preset(self.preset, arm)
+        """``arm``'s preset over ``run`` (layout and machinery), with the budget overrides, and the preset.
+
+        At a level other than the study's, the level's layout and time limit replace ``run``'s, and the
+        presets ``tuned`` and ``shared`` are the level's shared preset (no arm has a tuned one there)."""
+        at_level = self.level != STUDY
+        if at_level:
+            run = dataclasses.replace(run or RunSettings(), **level_run(get_level(self.level)))
+        shared = at_level and self.preset in ("tuned", SHARED)
+        preset = level_preset(self.level) if shared else load_preset(self.preset, arm)
         config = preset.config(run, hyperparameters_of(arm))
         budget = {
             name: getattr(self, name) for name in ("total_steps", "eval_every") if getattr(self, name) is not None
@@ -100,8 +125,11 @@ class CompareOptions:
 
     @property
     def run_name(self) -> str:
-        """The name of the comparison's MLflow parent run."""
-        return f"compare-{pathlib.Path(self.preset).stem}"
+        """The name of the comparison's MLflow parent run (its level's name after the preset's, off the study)."""
+        if self.level == STUDY:
+            return f"compare-{pathlib.Path(self.preset).stem}"
+        shared = self.preset in ("tuned", SHARED)  # both mean the level's shared preset there
+        return f"compare-{SHARED if shared else pathlib.Path(self.preset).stem}-{self.level}"
 
     @property
     def seed_list(self) -> list[int]:
@@ -160,7 +188,10 @@ def plan(options: CompareOptions, run: RunSettings | None = None) -> Plan:
         if arm.seeds_in_one_run and options.seeds > 1:
             together = dataclasses.replace(each, seeds_in_one_run=options.seeds)
             rows.append(PlannedRow(together, planned_runs(options, arm, config, [options.seed_list])))
-    return Plan(options, DQNConfig(run=run or RunSettings()), tuple(rows))
+    base = run or RunSettings()
+    if options.level != STUDY:
+        base = dataclasses.replace(base, **level_run(get_level(options.level)))
+    return Plan(options, DQNConfig(run=base), tuple(rows))
 
 
 def planned_runs(
@@ -259,6 +290,7 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[reporting.SeedR
                 phases={name: value / len(seeds) for name, value in result.timings.as_dict().items()},
                 updates=result.updates // len(seeds),
                 env_steps=result.env_steps // len(seeds),
+                solved_reward=final.solved_reward,
             )
         )
     return runs
@@ -356,7 +388,7 @@ def parent_run_params(plan: Plan) -> dict[str, str]:
     options = plan.options
     shared = {key: value for key, value in tracking.config_params(plan.base).items() if key in SHARED_RUN_FIELDS}
     seeds = ",".join(map(str, options.seed_list))
-    return {"arms": ",".join(options.arms), "preset": options.preset, "seeds": seeds, **shared}
+    return {"arms": ",".join(options.arms), "preset": options.preset, "level": options.level, "seeds": seeds, **shared}
 
 
 def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:

@@ -20,8 +20,12 @@ import numpy as np
 
 from doors_gym import core
 from doors_gym.core import DoorsParams
+from doors_gym.levels import LEVELS, Level
 
 ENV_IDS = ("Doors-v0", "DoorsJax-v0")
+"""The arms' backends, by the study level's ids; a run at another level steps that backend's id of its level
+(:func:`doors_gym_baselines.levels.level_env_id`)."""
+DOOR_MODES = core.DOOR_MODES
 OPTIMIZERS = ("adam", "sgd")
 LOSSES = ("huber", "mse")
 VECTORIZATIONS = ("native", "sync", "async")
@@ -153,6 +157,8 @@ class RunSettings:
     n_doors: int | None = field(None, "number of doors, 1..W (default: 3)", layout=True)
     door_cols: tuple[int, ...] | None = field(None, "explicit door columns in [0, W)", layout=True)
     max_episode_steps: int = field(core.DEFAULT_MAX_EPISODE_STEPS, "time limit per episode", layout=True)
+    n_walls: int = field(core.DEFAULT_N_WALLS, "number of walls (a level's layout)", layout=True)
+    doors: str = field("fixed", "fixed doors, or drawn per episode (a level's layout)", layout=True, choices=DOOR_MODES)
     total_steps: int = field(300_000, "env steps of training, summed over the vector envs")
     seed: int = field(1, "seed of the run (networks, env starts, exploration, replay sampling)")
     num_seeds: int = field(1, "seeds from --seed trained together in one run (arms that train seeds in one vmap)")
@@ -204,6 +210,8 @@ class RunSettings:
             n_doors=self.n_doors,
             door_cols=None if self.door_cols is None else tuple(self.door_cols),
             max_episode_steps=self.max_episode_steps,
+            n_walls=self.n_walls,
+            doors=self.doors,
         )
 
 
@@ -323,6 +331,41 @@ class DQNConfig(Config):
         duration = max(1.0, hyper.exploration_fraction * self.run.total_steps)
         fraction = xp.minimum(1.0, step / duration)
         return hyper.start_epsilon + fraction * (hyper.end_epsilon - hyper.start_epsilon)
+
+
+def level_of(params: DoorsParams) -> Level | None:
+    """The registered level whose layout ``params`` is (grid, walls, doors per wall, door mode), or None."""
+    for level in LEVELS:
+        if (level.grid_size, level.n_walls, level.n_doors, level.doors) == (
+            params.grid_size,
+            params.n_walls,
+            params.n_doors,
+            params.doors,
+        ) and (params.random_doors or params.door_cols == level.params().door_cols):
+            return level
+    return None
+
+
+def level_env_id(backend_id: str, params: DoorsParams) -> str:
+    """The id a backend (``Doors-v0`` NumPy, ``DoorsJax-v0`` JAX) steps at ``params``'s level: that backend's
+    id of the level (``Doors-Random-v0``, ...), or ``backend_id`` where the layout is no registered level."""
+    level = level_of(params)
+    if level is None:
+        return backend_id
+    return level.jax_env_id if backend_id == "DoorsJax-v0" else level.env_id
+
+
+def level_run(level: Level) -> dict[str, Any]:
+    """The run settings (layout and time limit) of ``level``, for :meth:`Config.replace` or ``RunSettings``."""
+    params = level.params()
+    return {
+        "grid_size": level.grid_size,
+        "n_doors": level.n_doors,
+        "door_cols": None,
+        "max_episode_steps": params.max_episode_steps,
+        "n_walls": level.n_walls,
+        "doors": level.doors,
+    }
 
 
 def make_config(hyperparameters: Any, run: RunSettings | None = None) -> Config:

@@ -22,12 +22,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from doors_gym.core import NUM_ACTIONS
+from doors_gym.core import NUM_ACTIONS, DoorsParams
 
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
-from .cells import CELLS_DTYPE, encode
+from .cells import CELLS_DTYPE, door_offsets, encode, input_width, num_inputs
 from .config import DQNConfig, first_line
+from .evaluation import evaluation_episodes
 from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
 from .runtime import jax_compilation_cache
@@ -41,23 +42,31 @@ class QNetwork(nn.Module):
     The first layer is a Dense layer over the one-hot agent and goal planes (``2 * H * W`` inputs, see
     :mod:`~doors_gym_baselines.cells`), initialised as Flax initialises ``nn.Dense``. A one-hot plane
     selects one kernel row, so the layer adds the agent's row, the goal's row (none once the agent
-    stands on the goal) and the bias.
+    stands on the goal) and the bias. Where the input carries door columns (random doors), the kernel has
+    ``num_inputs`` rows and the layer also adds, per door, the row ``door_offsets[k] + column``.
     """
 
     hidden_sizes: tuple[int, ...]
     num_cells: int
     num_actions: int = NUM_ACTIONS
+    door_offsets: tuple[int, ...] = ()
+    num_inputs: int | None = None
 
     @nn.compact
     def __call__(self, cells: jax.Array) -> jax.Array:
-        """``(batch, 2)`` integer cells (agent, goal or -1) -> ``(batch, 5)`` Q-values."""
+        """``(batch, 2 + doors)`` integer cells (agent, goal or -1, door columns) -> ``(batch, 5)`` Q-values."""
         width = self.hidden_sizes[0]
-        kernel = self.param("planes_kernel", nn.initializers.lecun_normal(), (2 * self.num_cells, width))
+        inputs = self.num_inputs or 2 * self.num_cells
+        kernel = self.param("planes_kernel", nn.initializers.lecun_normal(), (inputs, width))
         bias = self.param("planes_bias", nn.initializers.zeros_init(), (width,))
         agent, goal = cells[:, 0].astype(jnp.int32), cells[:, 1].astype(jnp.int32)
         rows = jnp.take(kernel, agent, axis=0)  # jnp.take: params restored from a file are NumPy arrays
         goal_rows = jnp.take(kernel, self.num_cells + jnp.maximum(goal, 0), axis=0)
-        features = nn.relu(rows + jnp.where((goal >= 0)[:, None], goal_rows, 0.0) + bias)
+        features = rows + jnp.where((goal >= 0)[:, None], goal_rows, 0.0)
+        if self.door_offsets:
+            doors = cells[:, 2:].astype(jnp.int32) + jnp.asarray(self.door_offsets, jnp.int32)
+            features = features + jnp.take(kernel, doors, axis=0).sum(axis=1)
+        features = nn.relu(features + bias)
         for hidden in self.hidden_sizes[1:]:
             features = nn.relu(nn.Dense(hidden)(features))
         return nn.Dense(self.num_actions)(features)
@@ -148,7 +157,7 @@ def learn(
 
 def init_params(network: QNetwork, key: jax.Array) -> Any:
     """Fresh network parameters."""
-    return network.init(key, jnp.zeros((1, 2), dtype=jnp.int16))
+    return network.init(key, jnp.zeros((1, 2 + len(network.door_offsets)), dtype=jnp.int16))
 
 
 @functools.lru_cache(maxsize=16)
@@ -164,9 +173,10 @@ def jitted_network(network: QNetwork) -> tuple[Callable, Callable]:
 class FlaxPolicy:
     """A network and its parameters: greedy actions for batches of observations (compiled once per network)."""
 
-    def __init__(self, network: QNetwork, params: Any) -> None:
+    def __init__(self, network: QNetwork, params: Any, layout: DoorsParams | None = None) -> None:
         self.network = network
         self.params = params
+        self.layout = layout  # where the doors are random, encoding reads them off the grid
         self._apply, self._q_values = jitted_network(network)
 
     def greedy(self, cells: np.ndarray) -> np.ndarray:
@@ -175,11 +185,11 @@ class FlaxPolicy:
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of grid observations."""
-        return self.greedy(encode(obs))
+        return self.greedy(encode(obs, self.layout))
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``(batch, 5)`` Q-values of a batch of grid observations."""
-        return np.asarray(self._q_values(self.params, encode(obs)))
+        return np.asarray(self._q_values(self.params, encode(obs, self.layout)))
 
     def save(self, path: str, arm: str, config: DQNConfig) -> None:
         """The parameters and the config as one msgpack file (``flax.serialization``; no pickled code)."""
@@ -209,7 +219,7 @@ class FlaxLearner(FlaxPolicy):
         target = jax.tree.map(jnp.copy, params)  # its own buffers: the step donates both
         self.state = LearnerState(params, target, optimizer.init(params), jnp.int32(0))
         self._update = jax.jit(learn(make_loss(network, config), optimizer, config), donate_argnums=0)
-        super().__init__(network, params)
+        super().__init__(network, params, config.params)
         self.facts = {"jax_version": jax.__version__, "jax_devices": str(jax.devices())}
         self.facts["jax_cache"] = jax.config.jax_compilation_cache_dir  # the run's (see train)
         self.compile_seconds = self._compile(config)
@@ -217,10 +227,11 @@ class FlaxLearner(FlaxPolicy):
     def _compile(self, config: DQNConfig) -> float:
         start = time.perf_counter()
         hyper = config.hyperparameters
-        for size in sorted({hyper.num_envs, config.params.width**2}):
-            self.greedy(np.zeros((size, 2), dtype=CELLS_DTYPE))
+        width = input_width(config.params)
+        for size in sorted({hyper.num_envs, evaluation_episodes(config.params)}):
+            self.greedy(np.zeros((size, width), dtype=CELLS_DTYPE))
         size = hyper.batch_size
-        cells = np.zeros((size, 2), dtype=CELLS_DTYPE)
+        cells = np.zeros((size, width), dtype=CELLS_DTYPE)
         floats = np.zeros(size, dtype=np.float32)
         batch = (cells, np.zeros(size, dtype=np.int64), floats, cells, floats)
         self._update = self._update.lower(jax.tree.map(jnp.copy, self.state), batch).compile()
@@ -242,7 +253,13 @@ class FlaxLearner(FlaxPolicy):
 
 def make_network(config: DQNConfig) -> QNetwork:
     """The config's Q-network."""
-    return QNetwork(tuple(config.hyperparameters.hidden_sizes), config.params.num_cells)
+    params = config.params
+    return QNetwork(
+        tuple(config.hyperparameters.hidden_sizes),
+        params.num_cells,
+        door_offsets=door_offsets(params),
+        num_inputs=num_inputs(params) if params.random_doors else None,
+    )
 
 
 def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = None) -> TrainResult:
@@ -279,7 +296,7 @@ def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
         raise ValueError(f"{path!r} holds weights that do not fit its own config ({first_line(error)})") from None
     if jax.tree.map(jnp.shape, params) != jax.tree.map(jnp.shape, template):
         raise ValueError(f"{path!r} holds weights whose shapes do not fit its own config")
-    return payload["arm"], FlaxPolicy(network, params), config
+    return payload["arm"], FlaxPolicy(network, params, config.params), config
 
 
 FLAX_NUMPY = Arm(

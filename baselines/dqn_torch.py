@@ -16,11 +16,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from doors_gym.core import AGENT, GOAL, NUM_ACTIONS
+from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, WALL, DoorsParams
 
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
-from .cells import HIDDEN, encode
+from .cells import HIDDEN, door_offsets, encode, num_inputs
 from .config import DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
@@ -36,13 +36,23 @@ class QNetwork(nn.Module):
     :mod:`~doors_gym_baselines.cells`), initialised as torch initialises ``nn.Linear``. A one-hot
     plane selects one row of its weight, so the layer keeps its weight as contiguous rows, one per
     plane cell (an embedding table), and adds the agent's row, the goal's row (none once the agent
-    stands on the goal) and the bias.
+    stands on the goal) and the bias. Where the input carries door columns (random doors), the layer has
+    ``num_inputs`` rows and also adds, per door, the row ``door_offsets[k] + column``.
     """
 
-    def __init__(self, num_cells: int, hidden_sizes: tuple[int, ...], num_actions: int = NUM_ACTIONS) -> None:
+    def __init__(
+        self,
+        num_cells: int,
+        hidden_sizes: tuple[int, ...],
+        num_actions: int = NUM_ACTIONS,
+        door_offsets: tuple[int, ...] = (),
+        num_inputs: int | None = None,
+    ) -> None:
         super().__init__()
         self.num_cells = num_cells
-        first = nn.Linear(2 * num_cells, hidden_sizes[0])
+        self.has_doors = bool(door_offsets)
+        self.register_buffer("door_offsets", torch.tensor(door_offsets, dtype=torch.int64), persistent=False)
+        first = nn.Linear(num_inputs or 2 * num_cells, hidden_sizes[0])
         self.planes_weight = nn.Parameter(first.weight.detach().t().contiguous())  # (2 * H * W, width) rows
         self.planes_bias = nn.Parameter(first.bias.detach().clone())
         layers: list[nn.Module] = [nn.ReLU()]
@@ -54,10 +64,13 @@ class QNetwork(nn.Module):
         self.network = nn.Sequential(*layers)
 
     def forward(self, cells: torch.Tensor) -> torch.Tensor:
-        """``(batch, 2)`` integer cells (agent, goal or -1) -> ``(batch, 5)`` Q-values."""
+        """``(batch, 2 + doors)`` integer cells (agent, goal or -1, door columns) -> ``(batch, 5)`` Q-values."""
         agent, goal = cells[:, 0].long(), cells[:, 1].long()
         rows = self.planes_weight
         goal_rows = rows[self.num_cells + goal.clamp(min=0)] * (goal >= 0).unsqueeze(1)
+        if self.has_doors:
+            doors = rows[cells[:, 2:].long() + self.door_offsets].sum(dim=1)
+            return self.network(rows[agent] + goal_rows + doors + self.planes_bias)
         return self.network(rows[agent] + goal_rows + self.planes_bias)
 
 
@@ -68,16 +81,36 @@ class GridQNetwork(nn.Module):
     traces; training never uses it (the cells are found once per observation there).
     """
 
-    def __init__(self, network: QNetwork) -> None:
+    def __init__(self, network: QNetwork, layout: DoorsParams | None = None) -> None:
         super().__init__()
         self.network = network
+        self.layout = layout if network.has_doors else None
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """``(batch, H * W)`` integer grids -> ``(batch, 5)`` Q-values."""
         is_goal = obs == GOAL
         agent = (obs == AGENT).to(torch.uint8).argmax(dim=1)
         goal = torch.where(is_goal.any(dim=1), is_goal.to(torch.uint8).argmax(dim=1), HIDDEN)
-        return self.network(torch.stack([agent, goal], dim=1))
+        cells = torch.stack([agent, goal], dim=1)
+        if self.layout is None:
+            return self.network(cells)
+        return self.network(torch.cat([cells, self.door_columns(obs)], dim=1))
+
+    def door_columns(self, obs: torch.Tensor) -> torch.Tensor:
+        """``(batch, n_walls * n_doors)`` open columns of each wall row, ascending (as ``cells.door_columns``)."""
+        layout = self.layout
+        grid = obs.reshape(obs.shape[0], layout.height, layout.width)[:, list(layout.wall_rows), :]
+        columns = torch.arange(layout.width, device=obs.device)
+        ranked = torch.where(grid != WALL, columns, layout.width + columns).sort(dim=-1).values
+        return ranked[..., : layout.n_doors].reshape(obs.shape[0], -1)
+
+
+def make_network(config: DQNConfig) -> QNetwork:
+    """The config's Q-network: over the two cells, and the door columns where the doors are random."""
+    params = config.params
+    inputs = num_inputs(params) if params.random_doors else None
+    hidden_sizes = config.hyperparameters.hidden_sizes
+    return QNetwork(params.num_cells, hidden_sizes, door_offsets=door_offsets(params), num_inputs=inputs)
 
 
 def make_optimizer(config: DQNConfig, parameters: Any, device: torch.device) -> torch.optim.Optimizer:
@@ -116,10 +149,10 @@ class TorchLearner:
         torch.manual_seed(config.run.seed)
         self.device = torch.device(config.run.device)
         hyper = config.hyperparameters
-        num_cells = config.params.num_cells
         self.gamma = hyper.gamma
-        self.network = (network or QNetwork(num_cells, hyper.hidden_sizes)).to(self.device)
-        self.target_network = QNetwork(num_cells, hyper.hidden_sizes).to(self.device)
+        self.layout = config.params  # where the doors are random, encoding reads them off the grid
+        self.network = (network or make_network(config)).to(self.device)
+        self.target_network = make_network(config).to(self.device)
         self.target_network.load_state_dict(self.network.state_dict())
         self.optimizer = make_optimizer(config, self.network.parameters(), self.device)
         self.scheduler = make_scheduler(config, self.optimizer)
@@ -143,12 +176,12 @@ class TorchLearner:
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of grid observations."""
-        return self.greedy(encode(obs))
+        return self.greedy(encode(obs, self.layout))
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``(batch, 5)`` Q-values of a batch of grid observations."""
         with torch.inference_mode():
-            return self.network(torch.as_tensor(encode(obs), device=self.device)).cpu().numpy()
+            return self.network(torch.as_tensor(encode(obs, self.layout), device=self.device)).cpu().numpy()
 
     def update(self, batch: Batch) -> torch.Tensor:
         """One gradient step, then the target's update when one is due; returns the loss, not waited for.
@@ -236,7 +269,7 @@ def load_model(path: str, device: str = "cpu") -> tuple[str, TorchLearner, DQNCo
     if not isinstance(saved, dict) or saved.get("format") != MODEL_FORMAT:
         raise ValueError(f"{path!r} is not a torch DQN model written by doors-gym (no {MODEL_FORMAT!r} format tag)")
     config = DQNConfig.from_dict(saved["config"])
-    network = QNetwork(config.params.num_cells, config.hyperparameters.hidden_sizes)
+    network = make_network(config)
     try:
         network.load_state_dict(saved["state_dict"])
     except (KeyError, RuntimeError) as error:
@@ -261,4 +294,4 @@ ARMS = (TORCH_NUMPY, TORCH_JAX)
 
 def native_model(result: TrainResult, seed_index: int = 0) -> nn.Module:
     """The trained network as a torch module from grids ``(batch, H * W)`` to Q-values (MLflow's torch flavour)."""
-    return GridQNetwork(result.model.network)
+    return GridQNetwork(result.model.network, result.config.params)

@@ -18,7 +18,8 @@ import torch
 
 from . import harness
 from .api import Arm
-from .cells import CELLS_DTYPE, HIDDEN
+from .cells import CELLS_DTYPE, HIDDEN, input_width
+from .evaluation import evaluation_episodes
 from .config import DQNConfig
 from .dqn_torch import QNetwork, TorchLearner
 from .dqn_torch import load_model, native_model  # noqa: F401  (the torch model format and module)
@@ -57,11 +58,12 @@ class CompiledTorchLearner(TorchLearner):
         start = time.perf_counter()
         saved = [tensor.detach().clone() for tensor in self._parameters_in_place()]
         hyper, num_cells = config.hyperparameters, config.params.num_cells
-        for size in sorted({hyper.num_envs, config.params.width**2}):
+        width = input_width(config.params)
+        for size in sorted({hyper.num_envs, evaluation_episodes(config.params)}):
             with torch.inference_mode():
-                self._greedy(stand_in_cells(size, num_cells, self.device))
+                self._greedy(stand_in_cells(size, num_cells, self.device, width))
         batch_size = hyper.batch_size
-        cells, next_cells = (stand_in_cells(batch_size, num_cells, self.device) for _ in "ab")
+        cells, next_cells = (stand_in_cells(batch_size, num_cells, self.device, width) for _ in "ab")
         rewards, terminated = torch.zeros(batch_size, device=self.device), torch.zeros(batch_size, device=self.device)
         actions = torch.zeros(batch_size, dtype=torch.int64, device=self.device)
         for _ in range(2):  # the optimizer's first step initialises its state: a second graph
@@ -82,9 +84,9 @@ class CompiledTorchLearner(TorchLearner):
         return [*self.network.state_dict().values(), *self.target_network.state_dict().values()]
 
 
-def stand_in_cells(size: int, num_cells: int, device: torch.device) -> torch.Tensor:
-    """``(size, 2)`` cells as the buffer stores them (an agent, and a goal or none), for compiling."""
-    cells = torch.zeros((size, 2), dtype=torch_dtype(CELLS_DTYPE), device=device)
+def stand_in_cells(size: int, num_cells: int, device: torch.device, width: int = 2) -> torch.Tensor:
+    """``(size, width)`` cells as the buffer stores them (an agent, a goal or none, door columns 0), for compiling."""
+    cells = torch.zeros((size, width), dtype=torch_dtype(CELLS_DTYPE), device=device)
     cells[:, 1] = num_cells - 1
     cells[::2, 1] = HIDDEN  # both branches of the goal's row
     return cells

@@ -10,6 +10,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from doors_gym import core
 from doors_gym.core import DoorsParams, DoorsState
 from doors_gym.envs.vector import DoorsVectorEnv
 
-from .metrics import SOLVED_SUCCESS, HistoryRow, SeedFigures
+from .metrics import SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, HistoryRow, SeedFigures
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,20 +54,46 @@ def all_start_states(params: DoorsParams) -> DoorsState:
     return core.initial_state(params, agent_col, goal_col)
 
 
-def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams) -> Evaluation:
-    """Plays ``act`` (a batch of grid observations -> greedy actions) from all ``W * W`` starts.
+EVALUATION_EPISODES = 1000
+"""Greedy episodes of an evaluation where the doors are random (SPEC's "at least 1000")."""
+EVALUATION_SEED = 2**31 - 1
+"""The seed of those episodes' starts and layouts: the same at every evaluation, apart from training seeds."""
 
-    Uses the native vector env, one env per start pair; deterministic, so one
-    pass is exact. These episodes are never used for training.
+
+def evaluation_episodes(params: DoorsParams) -> int:
+    """Episodes of one greedy evaluation (the batch its policy acts on): ``W * W`` start/goal pairs where the
+    doors are fixed, :data:`EVALUATION_EPISODES` where they are random."""
+    return EVALUATION_EPISODES if params.random_doors else params.width * params.width
+
+
+def describe_evaluation(params: DoorsParams) -> str:
+    """What one greedy evaluation plays, in words (``"all 225 start/goal pairs"`` on ``Doors-v0``)."""
+    if params.random_doors:
+        return f"{EVALUATION_EPISODES} episodes of fixed starts and doors (seed {EVALUATION_SEED})"
+    return f"all {evaluation_episodes(params)} start/goal pairs"
+
+
+def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams) -> Evaluation:
+    """Plays ``act`` (a batch of grid observations -> greedy actions) from every start, one episode each.
+
+    Where the doors are fixed: all ``W * W`` start/goal pairs, exact (the policy and the env are
+    deterministic). Where they are random: :data:`EVALUATION_EPISODES` episodes whose starts and doors
+    come from :data:`EVALUATION_SEED`, the same at every evaluation. Uses the native vector env, one env
+    per episode; these episodes are never used for training.
     """
     limit = params.max_episode_steps or core.DEFAULT_MAX_EPISODE_STEPS
-    starts = all_start_states(params)
-    envs = DoorsVectorEnv(
-        len(starts.agent_col), grid_size=params.grid_size, door_cols=params.door_cols, max_episode_steps=limit
-    )
-    envs.reset(seed=0)
-    obs = envs.set_state(starts)
-    start_distance = np.asarray(core.state_distance(starts), dtype=np.float64)
+    if params.random_doors:
+        envs = DoorsVectorEnv(EVALUATION_EPISODES, max_episode_steps=limit, **_layout_keywords(params))
+        obs, info = envs.reset(seed=EVALUATION_SEED)
+        start_distance = np.asarray(info["distance"], dtype=np.float64)
+    else:
+        starts = all_start_states(params)
+        envs = DoorsVectorEnv(
+            len(starts.agent_col), max_episode_steps=limit, **_layout_keywords(params)
+        )
+        envs.reset(seed=0)
+        obs = envs.set_state(starts)
+        start_distance = np.asarray(core.state_distance(starts), dtype=np.float64)
     returns = np.zeros(envs.num_envs)
     lengths = np.zeros(envs.num_envs, dtype=np.int64)
     success = np.zeros(envs.num_envs, dtype=bool)
@@ -80,10 +107,21 @@ def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams
     return Evaluation(
         success_rate=float(success.mean()),
         mean_step_reward=float(returns.sum() / lengths.sum()),
-        normalised_return=float(np.mean(returns / start_distance)),
+        normalised_return=float(np.mean(returns / np.maximum(start_distance, 1e-6))),
         mean_return=float(returns.mean()),
         episodes=int(envs.num_envs),
     )
+
+
+def _layout_keywords(params: DoorsParams) -> dict[str, Any]:
+    """The env keywords of ``params``'s layout (Doors-v0's call unchanged where it is the study's)."""
+    keywords: dict[str, Any] = {"grid_size": params.grid_size}
+    if params.random_doors:
+        return {**keywords, "n_doors": params.n_doors, "n_walls": params.n_walls, "doors": params.doors}
+    keywords["door_cols"] = params.door_cols
+    if params.n_walls != core.DEFAULT_N_WALLS:
+        keywords["n_walls"] = params.n_walls
+    return keywords
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +195,7 @@ def history_row(
     evaluations: Sequence[Evaluation],
     training: Sequence[TrainingFigures],
     seeds: Sequence[int],
+    solved_reward: float = SOLVED_ROLLING_REWARD,
 ) -> HistoryRow:
     """One point of a learning curve from each seed's greedy evaluation and training figures.
 
@@ -173,6 +212,7 @@ def history_row(
             greedy_step_reward=evaluation.mean_step_reward,
             greedy_normalised_return=evaluation.normalised_return,
             rolling_reward=figures.rolling_reward,
+            solved_reward=solved_reward,
         )
         for seed, evaluation, figures in zip(seeds, evaluations, training)
     )

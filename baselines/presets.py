@@ -149,7 +149,36 @@ def tuned_path(arm: str) -> pathlib.Path:
 
 def tuned_arms() -> tuple[str, ...]:
     """The arms that have a tuned preset."""
-    return tuple(sorted(path.stem for path in HYPERPARAMS_DIR.glob("*.yml") if path.stem != SHARED))
+    stems = (path.stem for path in HYPERPARAMS_DIR.glob("*.yml"))
+    return tuple(sorted(stem for stem in stems if stem != SHARED and not stem.startswith(LEVEL_PREFIX)))
+
+
+LEVEL_PREFIX = "level-"
+"""The shared preset of a level other than the study's is ``hyperparams/level-<level>.yml``."""
+
+
+def level_preset(level: str) -> Preset:
+    """The shared preset of ``level`` (like for like: every arm's hyperparameters and budget at that level),
+    named ``shared-<level>``: :data:`SHARED`'s, with ``hyperparams/level-<level>.yml`` on top (its budget, and
+    any hyperparameter it changes); the study level's is :data:`SHARED` itself.
+
+    Raises:
+        ValueError: naming a level that has no preset file.
+    """
+    shared = load_preset(SHARED, "")
+    if level == "study":
+        return shared
+    path = HYPERPARAMS_DIR / f"{LEVEL_PREFIX}{level}.yml"
+    if not path.exists():
+        known = sorted(path.stem.removeprefix(LEVEL_PREFIX) for path in HYPERPARAMS_DIR.glob(f"{LEVEL_PREFIX}*.yml"))
+        raise ValueError(f"level={level!r} has no shared preset ({path.name} is missing): expected one of {known}")
+    own = read_preset(path)
+    return Preset(
+        f"{SHARED}-{level}",
+        {**shared.hyperparameters, **own.hyperparameters},
+        {**shared.run, **own.run},
+        {**own.study, "hyperparameters": f"{SHARED}.yml's, changed: {sorted(own.hyperparameters) or 'none'}"},
+    )
 
 
 def own_presets(arm: str) -> Mapping[str, str]:

@@ -17,12 +17,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from doors_gym.core import DoorsParams
+
 from .api import Arm
 from .config import DQNConfig
 from .dqn_flax import FlaxPolicy, QNetwork
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
 from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
-from .metrics import HistoryRow, TrainResult
+from .metrics import HistoryRow, TrainResult, solved_reward
 from .scan_profile import split_scan_time
 
 
@@ -173,10 +175,12 @@ class CompiledSeeds:
         """Every seed's greedy evaluation (their mean) and the history row at env step ``step``."""
         num_seeds = len(self.seeds)
         params = on_host(self.runner.learner.params, num_seeds)
-        policies = [seed_policy(self.parts.network, params, index) for index in range(num_seeds)]
+        policies = [seed_policy(self.parts.network, params, index, self.config.params) for index in range(num_seeds)]
         evaluations = [evaluate_greedy(policy.act, self.config.params) for policy in policies]
         training = rolling_figures(on_host(self.runner.episodes, num_seeds))
-        row = history_row(step, self.start, self.config.epsilon(step), self.losses, evaluations, training, self.seeds)
+        bar = solved_reward(self.config.params)
+        epsilon = self.config.epsilon(step)
+        row = history_row(step, self.start, epsilon, self.losses, evaluations, training, self.seeds, bar)
         return Evaluation.mean(evaluations), row
 
     def result(
@@ -193,7 +197,7 @@ class CompiledSeeds:
         wall_seconds = time.perf_counter() - self.start  # the profile below is not part of the training
         phases = {"compile": self.compile_seconds, "evaluation": evaluation_seconds}
         method = "the scan's time, split as its compiled pieces take it when run apart"
-        model = ScanModel(self.parts.network, on_host(self.runner.learner.params, num_seeds))
+        model = ScanModel(self.parts.network, on_host(self.runner.learner.params, num_seeds), self.config.params)
         if self.config.run.profile:
             first_device = layout.mesh.devices.flat[0]
             device_runner = jax.tree.map(
@@ -231,21 +235,25 @@ def rolling_figures(episodes: Any) -> list[TrainingFigures]:
     return [TrainingFigures(**{name: float(values[i]) for name, values in columns.items()}) for i in range(len(count))]
 
 
-def seed_policy(network: QNetwork, stacked_params: Any, seed_index: int) -> FlaxPolicy:
-    """One seed's greedy policy, from parameters stacked over seeds (for host-side evaluation and files)."""
-    return FlaxPolicy(network, jax.tree.map(lambda leaf: leaf[seed_index], stacked_params))
+def seed_policy(
+    network: QNetwork, stacked_params: Any, seed_index: int, layout: DoorsParams | None = None
+) -> FlaxPolicy:
+    """One seed's greedy policy, from parameters stacked over seeds (for host-side evaluation and files);
+    ``layout`` is the run's (its doors are read off the grid where they are random)."""
+    return FlaxPolicy(network, jax.tree.map(lambda leaf: leaf[seed_index], stacked_params), layout)
 
 
 class ScanModel:
     """The trained networks of every seed of a run: ``policy(i)`` is seed ``i``'s; ``act`` is seed 0's."""
 
-    def __init__(self, network: QNetwork, stacked_params: Any) -> None:
+    def __init__(self, network: QNetwork, stacked_params: Any, layout: DoorsParams | None = None) -> None:
         self.network = network
         self.params = stacked_params
+        self.layout = layout
 
     def policy(self, seed_index: int) -> FlaxPolicy:
         """Seed ``seed_index``'s greedy policy."""
-        return seed_policy(self.network, self.params, seed_index)
+        return seed_policy(self.network, self.params, seed_index, self.layout)
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions of the first seed."""

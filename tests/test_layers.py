@@ -28,13 +28,14 @@ LAYERS = (
     ("tracking",),
     ("reporting", "tuning", "enjoy"),
     ("compare",),
+    ("ladder",),
     ("cli", "__main__"),
 )
 """The baselines' layers, bottom first, by module (a package stands for its modules): the foundations (config,
 typed results, process settings, the networks' input, flag generation, search-space ranges); evaluation and
 the arm record; the training harness; the public API of arms (what a learner or a plug-in imports); the
 learners; the registry of installed arms and the presets; model logging and loading; MLflow tracking; the
-reports, tuning and ``enjoy``; the comparison; the commands."""
+reports, tuning and ``enjoy``; the comparison; the ladder (a comparison per level); the commands."""
 ENTRY_POINTS = ("__main__",)
 """The only modules that may import ``cli`` (``python -m``)."""
 

@@ -30,16 +30,25 @@ class Buffer(NamedTuple):
 
 
 def cells_of_states(state: Any, width: int) -> jax.Array:
-    """The cells (:mod:`~doors_gym_baselines.cells`) of env states, read off them: ``(..., 2)`` int32."""
+    """The cells (:mod:`~doors_gym_baselines.cells`) of env states, read off them: ``(..., 2)`` int32, followed
+    by the episode's door columns (``state.doors`` flattened, ``(..., 2 + n_walls * n_doors)``) where the doors
+    are random."""
     agent = state.agent_row * width + state.agent_col
     goal = state.goal_row * width + state.goal_col
-    return jnp.stack([agent, jnp.where(agent == goal, HIDDEN, goal)], axis=-1)
+    cells = jnp.stack([agent, jnp.where(agent == goal, HIDDEN, goal)], axis=-1)
+    if state.doors is None:
+        return cells
+    doors = state.doors.reshape(*state.doors.shape[:-2], -1).astype(cells.dtype)
+    return jnp.concatenate([cells, doors], axis=-1)
 
 
 def empty_buffer(env_state: DoorsState, capacity: int) -> Buffer:
     """An empty buffer of ``capacity`` slots for states shaped as ``env_state``'s fields (int32 actions,
-    float32 rewards and termination flags)."""
-    empty_states = jax.tree.map(lambda field: jnp.zeros((capacity,), field.dtype), env_state)
+    float32 rewards and termination flags). Door columns (random doors) are stored as int16 (one per door,
+    never ``H * W`` of anything), the positions as the state holds them."""
+    empty_states = jax.tree.map(lambda field: jnp.zeros((capacity, *field.shape[1:]), field.dtype), env_state)
+    if env_state.doors is not None:
+        empty_states = empty_states._replace(doors=empty_states.doors.astype(jnp.int16))
     return Buffer(
         empty_states,
         jnp.zeros(capacity, jnp.int32),

@@ -9,7 +9,8 @@ import numpy as np
 from ..config import DQNConfig
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-"""``(cells, actions, rewards, next_cells, terminated)`` sampled from the replay buffer (see :mod:`..cells`)."""
+"""``(cells, actions, rewards, next_cells, terminated)`` sampled from the replay buffer (see :mod:`..cells`; cells
+with their door columns where the doors are random)."""
 
 
 class Learner(Protocol):
@@ -27,7 +28,7 @@ class Learner(Protocol):
     """How the run is made (threads, devices, versions), tagged on its MLflow run."""
 
     def greedy(self, cells: np.ndarray) -> np.ndarray:
-        """Greedy actions ``(batch,)`` for cells ``(batch, 2)``."""
+        """Greedy actions ``(batch,)`` for cells ``(batch, 2)`` (with the door columns where doors are random)."""
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions ``(batch,)`` for grid observations ``(batch, H * W)`` (a model's public policy)."""

@@ -22,9 +22,9 @@ from doors_gym import core
 
 from .. import cells as cell_codes
 from ..arm import Arm
-from ..config import DQNConfig
+from ..config import DQNConfig, level_env_id
 from ..evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
-from ..metrics import HistoryRow, TrainResult
+from ..metrics import HistoryRow, TrainResult, solved_reward
 from .learner import Learner
 from .progress import Progress
 from .replay import ReplayBuffer
@@ -62,10 +62,13 @@ def make_envs(config: DQNConfig) -> gym.vector.VectorEnv:
         "door_cols": run.door_cols,
         "max_episode_steps": run.max_episode_steps,
     }
+    if config.params.n_walls != core.DEFAULT_N_WALLS or config.params.random_doors:  # Doors-v0's call unchanged
+        kwargs.update(n_walls=run.n_walls, doors=run.doors)
     num_envs = config.hyperparameters.num_envs
+    env_id = level_env_id(run.env_id, config.params)
     if run.env_id == "DoorsJax-v0" or run.vectorization == "native":
-        return gym.make_vec(run.env_id, num_envs, **kwargs)
-    return gym.make_vec(run.env_id, num_envs, vectorization_mode=run.vectorization, **kwargs)
+        return gym.make_vec(env_id, num_envs, **kwargs)
+    return gym.make_vec(env_id, num_envs, vectorization_mode=run.vectorization, **kwargs)
 
 
 class Rollout:
@@ -80,11 +83,12 @@ class Rollout:
         self.learner = learner
         self.num_envs = hyper.num_envs
         self.envs = make_envs(config)
-        self.buffer = ReplayBuffer(hyper.buffer_size, seed=run.seed)
+        self.params = config.params
+        self.buffer = ReplayBuffer(hyper.buffer_size, seed=run.seed, doors=cell_codes.door_count(self.params))
         self.tracker = EpisodeTracker(self.num_envs, run.rolling_episodes)
         self.rng = np.random.default_rng(run.seed)
         obs, info = self.envs.reset(seed=run.seed)
-        self.cells = cell_codes.encode(obs)
+        self.cells = cell_codes.encode(obs, self.params)
         self.tracker.start(np.ones(self.num_envs, dtype=bool), info["distance"])
         self.previous_done = np.zeros(self.num_envs, dtype=bool)
 
@@ -109,7 +113,7 @@ class Rollout:
 
         Next-step autoreset: a step that follows an episode end is a reset, not a transition.
         """
-        next_cells = cell_codes.encode(next_obs)  # once per observation: acting and the buffer share them
+        next_cells = cell_codes.encode(next_obs, self.params)  # once per observation: acting and the buffer share them
         valid = ~self.previous_done
         self.buffer.add(self.cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid])
         finished = self.tracker.record(rewards, terminated, truncated, valid)
@@ -161,7 +165,8 @@ def greedy_evaluation(
         evaluation = evaluate_greedy(rollout.learner.act, config.params)
         training = rollout.tracker.summary()
         seeds = [config.run.seed]
-        row = history_row(step, start, config.epsilon(step), losses.read(step), [evaluation], [training], seeds)
+        bar = solved_reward(config.params)
+        row = history_row(step, start, config.epsilon(step), losses.read(step), [evaluation], [training], seeds, bar)
         return evaluation, row
 
     return evaluate

@@ -20,7 +20,7 @@ from ..arm import Arm
 from ..arms import ARMS, REFERENCE_ARM
 from ..config import Config
 from ..evaluation import evaluate_greedy
-from ..metrics import PHASES, is_solved
+from ..metrics import PHASES, SOLVED_ROLLING_REWARD, is_solved
 from .statistics import Interval, iqm_interval
 
 FIGURES = ("rolling_reward", "greedy_success_rate", "greedy_normalised_return", "greedy_step_reward")
@@ -59,11 +59,13 @@ class SeedRun:
     """Gradient updates of this seed."""
     env_steps: int = 0
     """Env steps of this seed."""
+    solved_reward: float = SOLVED_ROLLING_REWARD
+    """The rolling reward of "Solved" at the run's layout (``metrics.solved_reward``)."""
 
     @property
     def solved(self) -> bool:
         """Solved at the end of training."""
-        return is_solved(self.greedy_success_rate, self.rolling_reward)
+        return is_solved(self.greedy_success_rate, self.rolling_reward, self.solved_reward)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types, for the resume cache."""

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 from ..arms import REFERENCE_ARM
 from ..config import Config
-from ..metrics import PHASES, SOLVED_ROLLING_REWARD, SOLVED_SUCCESS
+from ..evaluation import describe_evaluation
+from ..metrics import PHASES, SOLVED_SUCCESS, solved_reward
 from .records import FIGURES, INTERVAL_FIGURES, ArmRuns, Summary, published_arms
 
 
@@ -70,10 +71,10 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: Config
             f"| {format(mine.wall_seconds, '.1f') if mine else '-'} |"
         )
     settings = (
-        f"Figures: interquartile mean over seeds [95 % percentile bootstrap CI]; greedy figures over all "
-        f"{config.params.width ** 2} start/goal pairs, rolling reward over the last {config.run.rolling_episodes} "
+        f"Figures: interquartile mean over seeds [95 % percentile bootstrap CI]; greedy figures over "
+        f"{describe_evaluation(config.params)}, rolling reward over the last {config.run.rolling_episodes} "
         f"training episodes. Solved: greedy success >= {SOLVED_SUCCESS * 100:g} % and rolling reward >= "
-        f"{SOLVED_ROLLING_REWARD}. s to solved: wall seconds, compile included, to the evaluation from which a seed "
+        f"{solved_reward(config.params)}. s to solved: wall seconds, compile included, to the evaluation from which a seed "
         "stayed solved through the hold-out window to the end of its run; a seed that did not counts as ∞ (never), "
         f"not dropped. Speed-up to solved: {REFERENCE_ARM.label}'s IQM over the row's. Wall s per seed: mean ± sd. "
         "Every arm trains one seed per run; a row of seeds trained together in one run (under one vmap) is "

@@ -1,0 +1,231 @@
+"""``doors-gym ladder``: every arm at every level of the Doors suite, time to solved against the level.
+
+One :func:`~doors_gym_baselines.compare.compare` per level (``compare --level NAME``, each with its own
+MLflow parent run and its own folder ``<out>/<level>/``, so a killed ladder resumes from the runs it
+finished), with the level's shared preset: the same network, hyperparameters and budget for every arm
+(like for like). Then one table and one plot across the levels (:func:`ladder_rows`, :func:`write_ladder`):
+per row of the comparisons (an arm, or the fully jitted arm's seeds trained in one run, a line of its own)
+and level, the IQM time to solved with its 95 % CI (unsolved seeds count as infinite; a row with no solved
+seed is drawn as such), the seeds solved, the fraction of the oracle's step reward the greedy policy
+reached, env steps per second and milliseconds per update.
+
+``--quick`` trains one seed per level on :data:`QUICK_STEPS` env steps (a smoke run of the whole ladder,
+about 10 minutes on 2 cores; its levels past the study's are not expected to be solved).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import pathlib
+from collections.abc import Sequence
+from typing import Any
+
+from doors_gym.levels import LEVEL_NAMES, get_level
+
+from . import tracking
+from .arms import ARMS
+from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, compare
+from .config import RunSettings, check_at_least, check_choice, field
+from .presets import SHARED
+
+DEFAULT_EXPERIMENT = "doors-gym-ladder"
+QUICK_STEPS = 20_000
+"""Env steps per seed and level of ``--quick``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LadderOptions:
+    """Settings of one ladder (the ``doors-gym ladder`` flags)."""
+
+    arms: tuple[str, ...] = field(DEFAULT_ARMS, f"arms to train, among {', '.join(ARMS)}")
+    levels: tuple[str, ...] = field(LEVEL_NAMES, f"levels to climb, among {', '.join(LEVEL_NAMES)}")
+    seeds: int = field(3, "seeds per arm and level")
+    first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seeds 0-9, so {FIRST_SEED} and up)")
+    quick: bool = field(False, f"one seed per level, {QUICK_STEPS} env steps each (a smoke run of the ladder)")
+    out: str = field("out/ladder", "folder for the ladder's table and plot, and each level's comparison")
+    tracking_uri: str | None = field(
+        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
+    )
+    experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
+    models: bool = field(False, "log the trained models to MLflow")
+    fresh: bool = field(False, "retrain every run instead of reusing finished ones")
+
+    def __post_init__(self) -> None:
+        if not self.levels:
+            raise ValueError(f"levels=() is empty: expected one or more of {list(LEVEL_NAMES)}")
+        for level in self.levels:
+            check_choice("levels", level, LEVEL_NAMES)
+        check_at_least("seeds", self.seeds, 1)
+
+    def level_options(self, level: str) -> CompareOptions:
+        """The comparison at ``level``: the ladder's arms and seeds, the level's shared preset, its own folder."""
+        budget = {"total_steps": QUICK_STEPS, "eval_every": QUICK_STEPS // 2} if self.quick else {}
+        return CompareOptions(
+            arms=self.arms,
+            preset=SHARED,
+            seeds=1 if self.quick else self.seeds,
+            first_seed=self.first_seed,
+            out=str(pathlib.Path(self.out) / level),
+            tracking_uri=self.tracking_uri,
+            experiment=self.experiment,
+            models=self.models,
+            fresh=self.fresh,
+            level=level,
+            **budget,
+        )
+
+
+def plan(options: LadderOptions) -> list[CompareOptions]:
+    """The ladder's comparisons, one per level, in SPEC's order of the levels."""
+    return [options.level_options(level) for level in LEVEL_NAMES if level in options.levels]
+
+
+@dataclasses.dataclass(frozen=True)
+class LadderRow:
+    """One row of the comparisons (an arm, or seeds trained in one run) at one level."""
+
+    level: str
+    key: str
+    label: str
+    seeds: int
+    solved: int
+    seconds_to_solved_iqm: float
+    seconds_to_solved_low: float
+    seconds_to_solved_high: float
+    greedy_step_reward: float
+    oracle_step_reward: float
+    env_steps_per_second: float
+    ms_per_update: float
+    wall_seconds_total: float
+
+    @property
+    def oracle_fraction(self) -> float:
+        """The greedy step reward (IQM over seeds) as a fraction of the oracle's at the level."""
+        return self.greedy_step_reward / self.oracle_step_reward
+
+
+def ladder_rows(level: str, rows: Sequence[Any], oracle: dict[str, float]) -> list[LadderRow]:
+    """The ladder's rows of one level's comparison (its ``reporting.Summary`` rows and oracle row)."""
+    out = []
+    for row in rows:
+        interval = row.intervals["seconds_to_solved"]
+        out.append(
+            LadderRow(
+                level=level,
+                key=row.key,
+                label=row.label,
+                seeds=row.seeds,
+                solved=row.solved_ever,
+                seconds_to_solved_iqm=interval.iqm,
+                seconds_to_solved_low=interval.low,
+                seconds_to_solved_high=interval.high,
+                greedy_step_reward=row.intervals["greedy_step_reward"].iqm,
+                oracle_step_reward=oracle["greedy_step_reward"],
+                env_steps_per_second=row.env_steps_per_second,
+                ms_per_update=row.ms_per_update,
+                wall_seconds_total=row.wall_seconds_total,
+            )
+        )
+    return out
+
+
+def markdown(rows: Sequence[LadderRow]) -> str:
+    """The ladder's table (Markdown): one line per row and level."""
+    lines = [
+        "| level | arm | solved | s to solved, IQM [95 % CI] | greedy / oracle step reward | env steps/s "
+        "| ms per update | wall s (all seeds) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        solved = (
+            f"{row.seconds_to_solved_iqm:.1f} [{row.seconds_to_solved_low:.1f}, {row.seconds_to_solved_high:.1f}]"
+            if math.isfinite(row.seconds_to_solved_iqm)
+            else "unsolved"
+        )
+        lines.append(
+            f"| {row.level} | {row.label} | {row.solved}/{row.seeds} | {solved} | {row.oracle_fraction:.0%} "
+            f"| {row.env_steps_per_second:,.0f} | {row.ms_per_update:.2f} | {row.wall_seconds_total:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def write_csv(rows: Sequence[LadderRow], path: pathlib.Path) -> None:
+    """``ladder.csv``: every field of every row, and the oracle fraction."""
+    names = [spec.name for spec in dataclasses.fields(LadderRow)] + ["oracle_fraction"]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=names)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**dataclasses.asdict(row), "oracle_fraction": row.oracle_fraction})
+
+
+def plot(rows: Sequence[LadderRow], levels: Sequence[str], path: pathlib.Path) -> None:
+    """``ladder.png``: time to solved (IQM, 95 % CI; an open marker at the top where unsolved), env steps per
+    second and ms per update against the level, one line per row, log axes."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(15, 4.5))
+    axes = figure.subplots(1, 3)
+    keys = list(dict.fromkeys(row.key for row in rows))
+    positions = {level: index for index, level in enumerate(levels)}
+    ceiling = max([row.wall_seconds_total for row in rows] + [1.0])
+    for key in keys:
+        mine = [row for row in rows if row.key == key]
+        x = [positions[row.level] for row in mine]
+        solved = [row for row in mine if math.isfinite(row.seconds_to_solved_iqm)]
+        solved_x = [positions[row.level] for row in solved]
+        solved_y = [row.seconds_to_solved_iqm for row in solved]
+        line = axes[0].plot(solved_x, solved_y, "o-", label=mine[0].label)[0]
+        low = [row.seconds_to_solved_iqm - row.seconds_to_solved_low for row in solved]
+        high = [_finite(row.seconds_to_solved_high, ceiling) - row.seconds_to_solved_iqm for row in solved]
+        axes[0].errorbar(solved_x, solved_y, yerr=[low, high], fmt="none", color=line.get_color(), capsize=3)
+        unsolved = [positions[row.level] for row in mine if not math.isfinite(row.seconds_to_solved_iqm)]
+        axes[0].plot(unsolved, [ceiling] * len(unsolved), "x", color=line.get_color(), markersize=9)
+        axes[1].plot(x, [row.env_steps_per_second for row in mine], "o-", color=line.get_color())
+        axes[2].plot(x, [row.ms_per_update for row in mine], "o-", color=line.get_color())
+    titles = ("wall s to solved (x: unsolved in the budget)", "env steps per second", "ms per update")
+    for axis, title in zip(axes, titles):
+        axis.set_yscale("log")
+        axis.set_xticks(range(len(levels)), levels)
+        axis.set_title(title)
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def _finite(value: float, fallback: float) -> float:
+    return value if math.isfinite(value) else fallback
+
+
+@dataclasses.dataclass
+class LadderOutcome:
+    """What :func:`ladder` returns: the rows, the table and the files it wrote."""
+
+    rows: list[LadderRow]
+    table: str
+    paths: dict[str, pathlib.Path]
+
+
+def ladder(options: LadderOptions, run: RunSettings | None = None) -> LadderOutcome:
+    """Climbs the ladder: one comparison per level (resumed from ``<out>/<level>/runs``), then the table and the
+    plot across the levels under ``out``."""
+    rows: list[LadderRow] = []
+    for level_options in plan(options):
+        print(f"== level {level_options.level} ({get_level(level_options.level).env_id} and its JAX twin)", flush=True)
+        outcome = compare(level_options, run)
+        rows.extend(ladder_rows(level_options.level, outcome.rows, outcome.oracle))
+    return write_ladder(rows, [level.level for level in plan(options)], pathlib.Path(options.out))
+
+
+def write_ladder(rows: list[LadderRow], levels: Sequence[str], out: pathlib.Path) -> LadderOutcome:
+    """Writes ``ladder.md``, ``ladder.csv`` and ``ladder.png`` under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = markdown(rows)
+    paths = {"table": out / "ladder.md", "csv": out / "ladder.csv", "plot": out / "ladder.png"}
+    paths["table"].write_text(table + "\n")
+    write_csv(rows, paths["csv"])
+    plot(rows, levels, paths["plot"])
+    return LadderOutcome(rows, table, paths)

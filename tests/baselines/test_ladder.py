@@ -1,0 +1,181 @@
+"""The levels in the baselines: the input where the doors are random, the replay bytes, ``compare --level`` and
+the ladder's plan and resume, on tiny budgets."""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+
+from doors_gym.core import DoorsParams
+from doors_gym.levels import LEVELS, get_level
+from doors_gym_baselines import cells as cell_codes
+from doors_gym_baselines.harness.replay import ReplayBuffer
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=lambda level: level.name)
+def test_the_input_rebuilds_the_observation_the_env_gives(level) -> None:
+    params = level.params()
+    envs = gym.make_vec(level.env_id, 32)
+    obs, _ = envs.reset(seed=3)
+    for _ in range(40):
+        cells = cell_codes.encode(obs, params)
+        assert cells.shape == (32, cell_codes.input_width(params))
+        np.testing.assert_array_equal(cell_codes.decode(cells, params), obs)
+        state = envs.unwrapped.state
+        if params.random_doors:  # the doors read off the grid are the episode's own, wall by wall
+            np.testing.assert_array_equal(cells[:, 2:], state.doors.reshape(32, -1))
+        obs, *_ = envs.step(envs.action_space.sample())
+    envs.close()
+
+
+def test_the_first_layer_adds_the_rows_of_the_one_hot_planes() -> None:
+    torch = pytest.importorskip("torch")
+    from doors_gym_baselines.dqn_torch import QNetwork
+
+    params = get_level("31x31").params()
+    offsets = cell_codes.door_offsets(params)
+    network = QNetwork(params.num_cells, (16,), door_offsets=offsets, num_inputs=cell_codes.num_inputs(params))
+    envs = gym.make_vec(get_level("31x31").env_id, 8)
+    cells = cell_codes.encode(envs.reset(seed=0)[0], params)
+    cells[0, 1] = cell_codes.HIDDEN  # the agent on its goal: no goal row
+    planes = torch.as_tensor(cell_codes.planes(cells, params.num_cells, offsets, cell_codes.num_inputs(params)))
+    with torch.no_grad():
+        hidden = torch.relu(planes @ network.planes_weight + network.planes_bias)
+        np.testing.assert_allclose(network(torch.as_tensor(cells)), network.network[1:](hidden), atol=1e-5)
+
+
+def _bytes(params: DoorsParams) -> int:
+    return ReplayBuffer(8, seed=0, doors=cell_codes.door_count(params)).bytes_per_transition()
+
+
+def test_replay_bytes_per_transition_do_not_grow_with_the_grid() -> None:
+    small = DoorsParams(grid_size=(15, 15), n_walls=3, n_doors=3, doors="random")
+    assert _bytes(small) == _bytes(get_level("63x63").params())  # 225 cells or 3969: the same bytes
+    assert _bytes(get_level("study").params()) == 2 * 4 + 8 + 4 + 4  # two cells each side, action, reward, flag
+    buffer = ReplayBuffer(16, seed=0, doors=9)
+    cells = np.arange(16 * 11, dtype=np.int16).reshape(16, 11) % 60
+    buffer.add(cells, np.zeros(16, np.int64), np.zeros(16, np.float32), cells, np.zeros(16, np.float32))
+    sampled, _, _, next_sampled, _ = buffer.sample(32)
+    assert sampled.shape == next_sampled.shape == (32, 11)
+    assert {tuple(row) for row in sampled} <= {tuple(row) for row in cells}
+
+
+def test_the_device_replay_stores_the_same_bytes_at_every_grid() -> None:
+    pytest.importorskip("jax")
+    import jax
+
+    from doors_gym.jax import functional as F
+    from doors_gym_baselines.harness.device_replay import cells_of_states, empty_buffer
+
+    def slot_bytes(params: DoorsParams) -> int:
+        _, state = F.batch_reset(jax.random.key(0), 4, params)
+        buffer = empty_buffer(state, 8)
+        return sum(leaf.nbytes for leaf in jax.tree.leaves(buffer) if leaf.ndim) // 8
+
+    small = DoorsParams(grid_size=(15, 15), n_walls=3, n_doors=3, doors="random")
+    big = get_level("63x63").params()
+    assert slot_bytes(small) == slot_bytes(big)
+    _, state = F.batch_reset(jax.random.key(1), 4, big)
+    obs = np.asarray(jax.vmap(lambda one: F.observation(one, big))(state))
+    cells = np.asarray(cells_of_states(state, big.width))
+    np.testing.assert_array_equal(cells, cell_codes.encode(obs, big))  # read off the state = read off the grid
+    np.testing.assert_array_equal(cells[:, 2:], np.asarray(state.doors).reshape(4, -1))
+
+
+@pytest.fixture(scope="module")
+def random_compare(tmp_path_factory: pytest.TempPathFactory):
+    pytest.importorskip("mlflow")
+    pytest.importorskip("flax")
+    pytest.importorskip("torch")
+    from doors_gym_baselines import compare
+    from doors_gym_baselines.arms import ARMS
+    from doors_gym_baselines.config import RunSettings
+
+    folder = tmp_path_factory.mktemp("random")
+    options = compare.CompareOptions(
+        arms=tuple(ARMS),
+        level="Random",
+        seeds=1,
+        total_steps=1_024,
+        eval_every=1_024,
+        models=False,
+        out=str(folder / "out"),
+        tracking_uri=f"sqlite:///{folder / 'mlflow.db'}",
+    )
+    return options, compare.compare(options, RunSettings(quiet=True, profile=False))
+
+
+def test_compare_at_a_level_runs_every_arm_on_its_backends_id(random_compare) -> None:
+    from doors_gym_baselines.arms import ARMS
+
+    options, outcome = random_compare
+    with open(pathlib.Path(options.out) / "compare_seeds.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert sorted(row["arm"] for row in rows) == sorted(ARMS)
+    assert all(int(row["env_steps"]) >= 1_024 for row in rows)
+    assert outcome.oracle["greedy_success_rate"] == 1.0  # the oracle's row at the level, on its own evaluation
+
+
+def test_compare_at_a_level_uses_the_levels_layout_preset_and_bar() -> None:
+    from doors_gym_baselines import compare
+    from doors_gym_baselines.metrics import solved_reward
+    from doors_gym_baselines.presets import level_preset
+
+    options = compare.CompareOptions(level="63x63", arms=("torch-numpy",))
+    config, preset = options.preset_config("torch-numpy")
+    assert config.params == get_level("63x63").params()
+    assert preset.name == "shared-63x63" and config.run.total_steps == level_preset("63x63").run["total_steps"]
+    assert options.run_name.endswith("-63x63")
+    from doors_gym.oracle import level_figures
+
+    assert solved_reward(config.params) == level_figures("63x63").solved_rolling_reward
+    with pytest.raises(ValueError, match=r"level='Huge'"):
+        compare.CompareOptions(level="Huge")
+
+
+def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypatch, capsys) -> None:
+    pytest.importorskip("mlflow")
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    from doors_gym_baselines import ladder
+    from doors_gym_baselines.config import RunSettings
+
+    monkeypatch.setattr(ladder, "QUICK_STEPS", 2_048)  # every env ends an episode (time limit 60)
+    options = ladder.LadderOptions(
+        arms=("torch-numpy",),
+        levels=("Random", "study"),
+        quick=True,
+        out=str(tmp_path / "ladder"),
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+    )
+    planned = ladder.plan(options)
+    assert [each.level for each in planned] == ["study", "Random"]  # SPEC's order
+    assert all(each.seeds == 1 and each.total_steps == 2_048 for each in planned)
+    first = ladder.ladder(options, RunSettings(quiet=True))
+    assert [(row.level, row.key) for row in first.rows] == [("study", "torch-numpy"), ("Random", "torch-numpy")]
+    assert all(path.exists() for path in first.paths.values())
+    capsys.readouterr()
+    again = ladder.ladder(options, RunSettings(quiet=True))
+    assert capsys.readouterr().out.count("reusing") == 2
+    assert [row.wall_seconds_total for row in again.rows] == [row.wall_seconds_total for row in first.rows]
+
+
+def test_the_torch_model_over_grids_reads_the_doors_as_the_loop_does() -> None:
+    torch = pytest.importorskip("torch")
+    from doors_gym_baselines.dqn_torch import GridQNetwork, QNetwork
+
+    params = get_level("3Walls").params()
+    network = QNetwork(
+        params.num_cells, (16,), door_offsets=cell_codes.door_offsets(params), num_inputs=cell_codes.num_inputs(params)
+    )
+    envs = gym.make_vec(get_level("3Walls").env_id, 8)
+    obs, _ = envs.reset(seed=5)
+    with torch.no_grad():
+        from_grids = GridQNetwork(network, params)(torch.as_tensor(obs))
+        from_cells = network(torch.as_tensor(cell_codes.encode(obs, params)))
+    np.testing.assert_array_equal(from_grids.numpy(), from_cells.numpy())
