@@ -9,6 +9,7 @@ import pathlib
 import gymnasium as gym
 import numpy as np
 import pytest
+from stacks import needs
 
 
 from doors_gym.core import DoorsParams
@@ -34,7 +35,7 @@ def test_the_input_rebuilds_the_observation_the_env_gives(level) -> None:
 
 
 def test_the_first_layer_adds_the_rows_of_the_one_hot_planes() -> None:
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     from doors_gym_baselines.dqn_torch import QNetwork
 
     params = get_level("31x31").params()
@@ -66,7 +67,7 @@ def test_replay_bytes_per_transition_do_not_grow_with_the_grid() -> None:
 
 
 def test_the_device_replay_stores_the_same_bytes_at_every_grid() -> None:
-    pytest.importorskip("jax")
+    needs("jax")
     import jax
 
     from doors_gym.jax import functional as F
@@ -89,9 +90,9 @@ def test_the_device_replay_stores_the_same_bytes_at_every_grid() -> None:
 
 @pytest.fixture(scope="module")
 def random_compare(tmp_path_factory: pytest.TempPathFactory):
-    pytest.importorskip("mlflow")
-    pytest.importorskip("flax")
-    pytest.importorskip("torch")
+    needs("mlflow")
+    needs("flax")
+    needs("torch")
     from doors_gym_baselines import compare
     from doors_gym_baselines.arms import ARMS
     from doors_gym_baselines.config import RunSettings
@@ -139,9 +140,9 @@ def test_compare_at_a_level_uses_the_levels_layout_preset_and_bar() -> None:
 
 
 def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypatch, capsys) -> None:
-    pytest.importorskip("mlflow")
-    pytest.importorskip("torch")
-    pytest.importorskip("matplotlib")
+    needs("mlflow")
+    needs("torch")
+    needs("matplotlib")
     from doors_gym_baselines import ladder
     from doors_gym_baselines.config import RunSettings
 
@@ -166,7 +167,7 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
 
 
 def test_the_torch_model_over_grids_reads_the_doors_as_the_loop_does() -> None:
-    torch = pytest.importorskip("torch")
+    torch = needs("torch")
     from doors_gym_baselines.dqn_torch import GridQNetwork, QNetwork
 
     params = get_level("3Walls").params()
