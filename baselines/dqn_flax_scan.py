@@ -12,7 +12,7 @@ segments with greedy evaluations between them, the result) is :mod:`.scan_driver
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -66,6 +66,8 @@ class Runner(NamedTuple):
     buffer: Buffer
     episodes: Episodes
     key: jax.Array
+    frozen: jax.Array
+    """bool scalar: the seed has stopped (solved through its window); its learner, envs and episodes are kept."""
 
 
 class ScanTrain(NamedTuple):
@@ -89,10 +91,12 @@ def make_train(config: DQNConfig) -> ScanTrain:
     learning_step = learn(make_loss(network, config), optimizer, config)
     init = make_init(config, network, optimizer)
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
+    # Only seeds trained together can stop apart; a lone seed's program is left exactly as it was.
+    keep = keep_frozen if config.run.num_seeds > 1 else lambda frozen, old, new: new
 
     def _learn(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
         learner, loss = learning_step(runner.learner, sample(runner.buffer, key, hyper.batch_size, width))
-        return runner._replace(learner=learner), loss
+        return runner._replace(learner=keep(runner.frozen, runner.learner, learner)), loss
 
     def _update_step(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, sample_key = jax.random.split(runner.key, 5)
@@ -106,6 +110,7 @@ def make_train(config: DQNConfig) -> ScanTrain:
         start = (iteration_index * num_envs) % hyper.buffer_size
         buffer = add(runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, start)
         episodes = track(runner.episodes, reward, terminated, truncated, jax.vmap(distance)(env_state), window)
+        env_state, episodes = keep(runner.frozen, (runner.env_state, runner.episodes), (env_state, episodes))
         runner = runner._replace(env_state=env_state, buffer=buffer, episodes=episodes, key=key)
         learn_now = (global_step > hyper.learning_starts) & (iteration_index % hyper.train_frequency == 0)
         runner, loss = jax.lax.cond(learn_now, _learn, lambda r, k: (r, jnp.float32(jnp.nan)), runner, sample_key)
@@ -145,9 +150,14 @@ def make_init(
             jnp.zeros(window),
             jnp.int32(0),
         )
-        return Runner(learner, env_state, empty_buffer(env_state, capacity), episodes, loop_key)
+        return Runner(learner, env_state, empty_buffer(env_state, capacity), episodes, loop_key, jnp.bool_(False))
 
     return init
+
+
+def keep_frozen(frozen: jax.Array, old: Any, new: Any) -> Any:
+    """``old`` where ``frozen`` (a bool scalar), else ``new``, leaf by leaf: a stopped seed's state stays put."""
+    return jax.tree.map(lambda before, after: jnp.where(frozen, before, after), old, new)
 
 
 def distance(state: DoorsState) -> jax.Array:

@@ -22,7 +22,7 @@ from .config import DQNConfig
 from .dqn_flax import FlaxPolicy, QNetwork
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
 from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
-from .metrics import HistoryRow, TrainResult
+from .metrics import HistoryRow, TrainResult, solved_since
 from .scan_profile import split_scan_time
 
 
@@ -122,6 +122,7 @@ def train_seeds(
         first += per_chunk
         if schedule.should_stop(global_step, more_to_come=first < config.num_iterations):
             break
+        seeds.freeze_solved()
     progress.close()
     last = schedule.final(global_step)
     return seeds.result(arm, global_step, last, schedule.seconds, jax_cache)
@@ -146,6 +147,8 @@ class CompiledSeeds:
         self.losses: list[float] = []
         self.scanning = 0.0
         self.iterations = 0
+        self.frozen = np.zeros(run.num_seeds, bool)
+        self.kept: dict[int, tuple[Evaluation, TrainingFigures]] = {}
 
     def run_chunk(self, first: int) -> float:
         """Runs the chunk that starts at iteration ``first`` and keeps its losses; returns its last epsilon."""
@@ -155,7 +158,7 @@ class CompiledSeeds:
         metrics = on_host(metrics, len(self.seeds))  # waits for the chunk
         self.scanning += time.perf_counter() - started
         learned = metrics["learned"][0]  # the same iterations learn in every seed
-        chunk_losses = metrics["loss"][:, learned]
+        chunk_losses = metrics["loss"][~self.frozen][:, learned]  # a stopped seed's updates are dropped
         if not np.isfinite(chunk_losses).all():
             prune(self.trial, f"non-finite loss before step {(first + per_chunk) * num_envs}")
         self.losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
@@ -173,11 +176,34 @@ class CompiledSeeds:
         """Every seed's greedy evaluation (their mean) and the history row at env step ``step``."""
         num_seeds = len(self.seeds)
         params = on_host(self.runner.learner.params, num_seeds)
-        policies = [seed_policy(self.parts.network, params, index) for index in range(num_seeds)]
-        evaluations = [evaluate_greedy(policy.act, self.config.params) for policy in policies]
         training = rolling_figures(on_host(self.runner.episodes, num_seeds))
+        evaluations = []
+        for index in range(num_seeds):
+            if index in self.kept:  # a stopped seed's figures are those it stopped with
+                evaluation, training[index] = self.kept[index]
+            else:
+                evaluation = evaluate_greedy(seed_policy(self.parts.network, params, index).act, self.config.params)
+            evaluations.append(evaluation)
+        self.last_figures = list(zip(evaluations, training))
         row = history_row(step, self.start, self.config.epsilon(step), self.losses, evaluations, training, self.seeds)
         return Evaluation.mean(evaluations), row
+
+    def freeze_solved(self) -> None:
+        """Stops every seed solved through its hold-out window at the last evaluation, where its own run would
+        have stopped: its learner, envs and episode figures stay as they are, and so do its evaluations.
+
+        Only a run that stops when solved, of several seeds; a lone seed's run stops instead.
+        """
+        run = self.config.run
+        if len(self.seeds) == 1 or not run.stop_when_solved or not self.history:
+            return
+        for index in np.flatnonzero(~self.frozen):
+            if solved_since(self.history, run.hold_out_steps, seed=int(index)) is not None:
+                self.frozen[index] = True
+                self.kept[int(index)] = self.last_figures[index]
+        slots = [bool(self.frozen[self.seeds.index(seed)]) for seed in self.layout.slot_seeds]
+        frozen = jax.device_put(np.array(slots), self.runner.frozen.sharding)
+        self.runner = self.runner._replace(frozen=frozen)
 
     def result(
         self,
