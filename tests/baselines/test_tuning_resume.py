@@ -51,3 +51,33 @@ def test_a_confirmation_killed_between_its_seeds_resumes_per_seed(tmp_path: path
     names = [found.info.run_name for found in client.search_runs([experiment.experiment_id], max_results=100)]
     confirm_names = sorted(name for name in names if name.startswith("confirm-"))
     assert confirm_names == ["confirm-0-seed4", "confirm-0-seed5"]
+
+
+def test_a_program_killed_midway_fails_its_trials_and_the_study_resumes(tmp_path: pathlib.Path, monkeypatch) -> None:
+    import time
+
+    from doors_gym_baselines.arm import Arm
+
+    storage, tracking_uri = f"sqlite:///{tmp_path / 'optuna.db'}", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    options = tuning.TuneOptions(
+        arm="flax-scan", n_trials=2, trials_per_program=2, storage=storage, tracking_uri=tracking_uri, models=False,
+        verbose=False, start_from="", heartbeat_interval=1, grace_period=1,
+    )  # fmt: skip
+    run = RunSettings(seed=0, total_steps=2_000, eval_every=1_000, hold_out_steps=1_000)
+    original = Arm.train
+
+    def killed(self, config, trial=None):
+        raise Killed("the process died in its first program")
+
+    monkeypatch.setattr(Arm, "train", killed)
+    with pytest.raises(Killed):
+        tuning.tune(options, run)
+    monkeypatch.setattr(Arm, "train", original)
+    time.sleep(2.5)  # past the grace period: the dead program's trials have no heartbeat
+    study = tuning.tune(options, run)
+    states = [trial.state for trial in study.get_trials(deepcopy=False)]
+    assert states[:2] == [optuna.trial.TrialState.FAIL] * 2
+    assert len(states) == 4 and all(state.is_finished() and state.name != "FAIL" for state in states[2:])
+    client = mlflow.MlflowClient(tracking_uri)
+    for trial in study.get_trials(deepcopy=False)[:2]:
+        assert client.get_run(trial.user_attrs["mlflow_run_id"]).info.status == "KILLED"
