@@ -44,8 +44,8 @@ ENTRY = pathlib.Path(__file__).with_name("pyfunc_entry.py")
 """The file MLflow runs to build the model (models from code)."""
 CHAMPION = "champion"
 """The registry alias of each arm's best model of a comparison."""
-NATIVE_PATH = "native-model"
-"""Where a run keeps its model in its framework's own MLflow flavour, if the arm gives one."""
+NATIVE_PATH = "{framework}-model"
+"""Where a run keeps its model in its framework's own MLflow flavour, if the arm gives one (``torch-model``)."""
 NATIVE_FLAVOURS = {"torch": ("mlflow.pytorch", {"serialization_format": "pt2"})}
 """The MLflow flavour of each framework's native models, and its options (pt2: ``torch.export`` traces
 forward on the input example; the batch size stays dynamic)."""
@@ -128,7 +128,7 @@ def log_model(result: TrainResult, seed_index: int = 0) -> str:
             warnings.simplefilter("ignore")
             require(flavour, "a native MLflow model").log_model(
                 native,
-                name=NATIVE_PATH,
+                name=NATIVE_PATH.format(framework=arm.framework),
                 input_example=example_observations(params),
                 pip_requirements=[requirement, *FRAMEWORK_STACKS.get(arm.framework, ())],
                 **options,

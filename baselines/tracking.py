@@ -19,7 +19,6 @@ import os
 import pathlib
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar

@@ -196,12 +196,12 @@ def test_every_bad_model_file_is_one_line_naming_the_file(kind, trained, tmp_pat
     assert not (tmp_path / "x.gif").exists()
 
 
-def test_a_model_of_the_other_framework_names_both(trained, tmp_path):
+def test_a_model_of_the_other_framework_is_refused_naming_the_arm(trained, tmp_path):
     pytest.importorskip("torch")
     from doors_gym_baselines.arms import get_arm
 
     dqn_flax, result = trained("flax", "Doors-v0")
     path = tmp_path / "flax.msgpack"
     dqn_flax.save_model(result, str(path))
-    with pytest.raises(ValueError, match=r"holds a flax model of the flax-numpy arm, not a torch one"):
+    with pytest.raises(ValueError, match=r"is not a model file of the torch-numpy arm: it does not begin as its torch"):
         get_arm("torch-numpy").load(path)

@@ -53,7 +53,7 @@ def logged(tmp_path_factory):
     uri = f"sqlite:///{folder / 'mlflow.db'}"
     tracking.connect(uri, "serving")
     out = {}
-    for name in ARMS:
+    for name in filter(ARMS.is_builtin, ARMS):  # a plug-in's models are its own package's tests'
         arm = get_arm(name)
         config = DQNConfig.of(**TINY, num_seeds=2 if arm.seeds_in_one_run else 1)
         with mlflow.start_run(run_name=name):

@@ -192,47 +192,31 @@ def plot(rows: list[dict], path: pathlib.Path) -> None:
     figure.savefig(path, dpi=120)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The benchmark, top to bottom: flags, every row measured in turn, the table, JSON and plot (over 60 lines:
-    one report read in order)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", type=int, nargs="+", default=list(AGENTS))
-    parser.add_argument("--num-envs", type=int, nargs="+", default=list(NUM_ENVS), help="envs per agent to try")
-    parser.add_argument("--rounds", type=int, default=3, help="timed calls per configuration (median)")
-    parser.add_argument("--quick", action="store_true", help="a quarter of the work per call, one round")
-    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path(__file__).parent / "results")
-    args = parser.parse_args(argv)
-    work = AGENT_STEPS_PER_CALL // 4 if args.quick else AGENT_STEPS_PER_CALL
-    rounds = 1 if args.quick else args.rounds
+def measure_row(agents: int, num_envs: list[int], work: int, rounds: int) -> dict:
+    """One row of the table: ``agents`` agents with one env exploring, at the defaults, one after another
+    (``lax.map``), and with each of ``num_envs`` envs per agent (the best of them kept); printed as it ends."""
+    exploring = measure(EXPLORING, agents, work, rounds)
+    defaults = measure(DEFAULTS, agents, work, rounds)
+    sequential = measure(EXPLORING, agents, work, rounds, batch="map")
+    by_envs = [measure(EXPLORING, agents, work * 2, rounds, num_envs=envs) for envs in num_envs]
+    best = max(by_envs, key=lambda timing: timing.agent_steps_per_second)
+    print(f"{agents:5d} agents: {human(exploring.agent_steps_per_second)} (1 env, epsilon 0.1), "
+          f"{human(defaults.agent_steps_per_second)} (defaults), {human(sequential.agent_steps_per_second)} "
+          f"(lax.map), {human(best.agent_steps_per_second)} ({best.num_envs} envs)",
+          file=sys.stderr, flush=True)  # fmt: skip
+    return {
+        "agents": agents,
+        "exploring": _timing_dict(exploring),
+        "defaults": _timing_dict(defaults),
+        "sequential": _timing_dict(sequential),
+        "best_envs": _timing_dict(best),
+        "by_envs": [_timing_dict(timing) for timing in by_envs],
+    }
 
-    about = machine()
-    print(f"{about['cpu']}, {about['cores']} cores, JAX {about['jax']} on {about['backend']} "
-          f"({about['devices']} device), threads: {about['threads']}, load {about['load_average_before']}",
-          file=sys.stderr)  # fmt: skip
-    rows = []
-    for agents in args.agents:
-        exploring = measure(EXPLORING, agents, work, rounds)
-        defaults = measure(DEFAULTS, agents, work, rounds)
-        sequential = measure(EXPLORING, agents, work, rounds, batch="map")
-        by_envs = [measure(EXPLORING, agents, work * 2, rounds, num_envs=num_envs) for num_envs in args.num_envs]
-        best = max(by_envs, key=lambda timing: timing.agent_steps_per_second)
-        rows.append(
-            {
-                "agents": agents,
-                "exploring": _timing_dict(exploring),
-                "defaults": _timing_dict(defaults),
-                "sequential": _timing_dict(sequential),
-                "best_envs": _timing_dict(best),
-                "by_envs": [_timing_dict(timing) for timing in by_envs],
-            }
-        )
-        print(f"{agents:5d} agents: {human(exploring.agent_steps_per_second)} (1 env, epsilon 0.1), "
-              f"{human(defaults.agent_steps_per_second)} (defaults), {human(sequential.agent_steps_per_second)} "
-              f"(lax.map), {human(best.agent_steps_per_second)} ({best.num_envs} envs)",
-              file=sys.stderr, flush=True)  # fmt: skip
-    about["load_average_after"] = os.getloadavg()
 
-    args.out.mkdir(parents=True, exist_ok=True)
+def report(rows: list[dict], about: dict, rounds: int, command: str) -> str:
+    """The Markdown report: the command, how it was measured and on what, the table, and the verdict against the
+    article's 1.83M agent-steps per second (30 agents, one env each, epsilon 0.1)."""
     thirty = next((row for row in rows if row["agents"] == 30), None)
     verdict = ""
     if thirty is not None:
@@ -241,8 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             f"30 agents, 1 env each, epsilon 0.1: {human(rate)} agent-steps/s against the article's 1.83M: "
             f"{'met' if rate >= ARTICLE_STEPS_PER_SECOND else 'MISSED'} ({rate / ARTICLE_STEPS_PER_SECOND:.1f}x)."
         )
-    command = "python benchmarks/throughput.py" + (" --quick" if args.quick else "")
-    text = "\n".join(
+    return "\n".join(
         [
             f"# `{command}`",
             "",
@@ -257,6 +240,30 @@ def main(argv: list[str] | None = None) -> int:
             "",
         ]
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The benchmark: flags, every row measured in turn, then the table, JSON and plot under ``--out``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, nargs="+", default=list(AGENTS))
+    parser.add_argument("--num-envs", type=int, nargs="+", default=list(NUM_ENVS), help="envs per agent to try")
+    parser.add_argument("--rounds", type=int, default=3, help="timed calls per configuration (median)")
+    parser.add_argument("--quick", action="store_true", help="a quarter of the work per call, one round")
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path(__file__).parent / "results")
+    args = parser.parse_args(argv)
+    work = AGENT_STEPS_PER_CALL // 4 if args.quick else AGENT_STEPS_PER_CALL
+    rounds = 1 if args.quick else args.rounds
+
+    about = machine()
+    print(f"{about['cpu']}, {about['cores']} cores, JAX {about['jax']} on {about['backend']} "
+          f"({about['devices']} device), threads: {about['threads']}, load {about['load_average_before']}",
+          file=sys.stderr)  # fmt: skip
+    rows = [measure_row(agents, args.num_envs, work, rounds) for agents in args.agents]
+    about["load_average_after"] = os.getloadavg()
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = "python benchmarks/throughput.py" + (" --quick" if args.quick else "")
+    text = report(rows, about, rounds, command)
     (args.out / "throughput.md").write_text(text)
     (args.out / "throughput.json").write_text(
         json.dumps({"machine": about, "command": command, "rows": rows}, indent=1)

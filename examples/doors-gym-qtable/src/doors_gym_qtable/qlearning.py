@@ -121,6 +121,11 @@ class QHyperparameters:
             raise ValueError(f"initial_value={self.initial_value!r} is out of range: expected a finite number")
         _check_integer("num_envs", self.num_envs, 1)
 
+    @property
+    def explores(self) -> bool:
+        """Whether the agent ever acts at random (else it explores by optimism alone, with no draws made)."""
+        return self.start_epsilon > 0 or self.end_epsilon > 0
+
 
 @dataclasses.dataclass(frozen=True)
 class QConfig(QHyperparameters):
@@ -351,23 +356,15 @@ class Draws(NamedTuple):
     """int32: the start a finishing episode resets to (:func:`doors_gym.jax.functional.draw_starts`)."""
 
 
-def make_parts(config: QConfig, params: DoorsParams = DEFAULT_PARAMS) -> TrainParts:
-    """The pieces of :func:`make_train`'s ``train``: ``init`` and ``run_segment`` (see :class:`TrainParts`).
+Iteration = Callable[[Runner, tuple[Array, Draws]], tuple[Runner, Metrics]]
+"""One iteration of the scan: ``(runner, (iteration index, draws)) -> (runner, metrics)``."""
 
-    Over 60 lines: its four closures (init, an iteration, a block of draws, a segment) share the settings
-    computed first, and read best together."""
-    num_envs = config.num_envs
-    iterations_per_segment = config.num_iterations // config.num_evaluations
-    iterations_per_block = min(iterations_per_segment, max(1, DRAW_BLOCK_STEPS // num_envs))
-    full_blocks, last_block = divmod(iterations_per_segment, iterations_per_block)
-    num_rows = params.num_cells * params.width
-    explores = config.start_epsilon > 0 or config.end_epsilon > 0
 
-    def init(key: Array) -> Runner:
-        reset_key, loop_key = jax.random.split(key)
-        _, env_state = F.batch_reset(reset_key, num_envs, params)
-        q_rows = jnp.full((num_rows, NUM_ACTIONS), config.initial_value, jnp.float32)
-        return Runner(q_rows, env_state, loop_key)
+def make_iteration(config: QConfig, params: DoorsParams) -> Iteration:
+    """One iteration of the scan (:data:`Iteration`): every env acts
+    (greedily, or at random with probability epsilon), steps, and the table takes the iteration's TD updates
+    at once (the module's choices: ties, synchronous updates, terminated apart from truncated)."""
+    num_envs, explores = config.num_envs, config.explores
 
     def iteration(runner: Runner, inputs: tuple[Array, Draws]) -> tuple[Runner, Metrics]:
         iteration_index, draws = inputs
@@ -390,6 +387,25 @@ def make_parts(config: QConfig, params: DoorsParams = DEFAULT_PARAMS) -> TrainPa
             successes=terminated.sum(dtype=jnp.int32),
         )
         return runner._replace(q_table=q_rows, env_state=env_state), metrics
+
+    return iteration
+
+
+def make_parts(config: QConfig, params: DoorsParams = DEFAULT_PARAMS) -> TrainParts:
+    """The pieces of :func:`make_train`'s ``train``: ``init`` and ``run_segment`` (see :class:`TrainParts`); a
+    segment scans blocks of :func:`make_iteration`'s iterations, their random draws made once per block."""
+    num_envs, explores = config.num_envs, config.explores
+    iterations_per_segment = config.num_iterations // config.num_evaluations
+    iterations_per_block = min(iterations_per_segment, max(1, DRAW_BLOCK_STEPS // num_envs))
+    full_blocks, last_block = divmod(iterations_per_segment, iterations_per_block)
+    num_rows = params.num_cells * params.width
+    iteration = make_iteration(config, params)
+
+    def init(key: Array) -> Runner:
+        reset_key, loop_key = jax.random.split(key)
+        _, env_state = F.batch_reset(reset_key, num_envs, params)
+        q_rows = jnp.full((num_rows, NUM_ACTIONS), config.initial_value, jnp.float32)
+        return Runner(q_rows, env_state, loop_key)
 
     def run_block(runner: Runner, first_index: Array, length: int) -> tuple[Runner, Metrics]:
         key, explore_key, start_key = jax.random.split(runner.key, 3)
