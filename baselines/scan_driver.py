@@ -57,6 +57,11 @@ class SeedLayout(NamedTuple):
         slots = self.per_device * self.mesh.size
         return self.seeds + [self.seeds[-1]] * (slots - len(self.seeds))
 
+    @property
+    def slot_indices(self) -> list[int]:
+        """The index in ``seeds`` of every slot's run (seeds may repeat: lanes of one seed)."""
+        return [min(slot, len(self.seeds) - 1) for slot in range(self.per_device * self.mesh.size)]
+
     def seeds_per_device(self) -> list[int]:
         """How many of the run's own seeds each device trains."""
         left = [len(self.seeds) - index * self.per_device for index in range(self.mesh.size)]
@@ -90,7 +95,7 @@ def compile_run(parts: Any, layout: SeedLayout, lanes: Any = None) -> tuple[Any,
     init = jax.jit(per_device(jax.vmap(parts.init), seeds, seeds)).lower(keys).compile()
     runner = init(keys)
     if lanes is not None:
-        slots = [layout.seeds.index(seed) for seed in layout.slot_seeds]
+        slots = layout.slot_indices
         runner = runner._replace(lane=jax.device_put(jax.tree.map(lambda values: values[slots], lanes), keys.sharding))
     chunk_function = per_device(jax.vmap(parts.run_chunk, in_axes=(0, None)), (seeds, shared), (seeds, seeds))
     lowered = jax.jit(chunk_function, donate_argnums=0).lower(runner, jnp.int32(0))
@@ -240,7 +245,7 @@ class CompiledSeeds:
             self.frozen[index] = True
             if self.last_figures:  # a lane failed before its first evaluation has none to keep
                 self.kept[index] = self.last_figures[index]
-        slots = [bool(self.frozen[self.seeds.index(seed)]) for seed in self.layout.slot_seeds]
+        slots = [bool(self.frozen[index]) for index in self.layout.slot_indices]
         frozen = jax.device_put(np.array(slots), self.runner.frozen.sharding)
         self.runner = self.runner._replace(frozen=frozen)
 

@@ -198,10 +198,12 @@ def finish_program(study: Any, lanes: LaneTrials, result: Any) -> None:
 
 
 def record_lane(trial: Any, result: Any, config: Config) -> None:
-    """A lane's wall time, time to solved and solved flag on its trial (its own clock)."""
+    """A lane's wall time, time to solved, solved flag and the env step it was solved from on its trial (its own
+    clock)."""
     record_result(trial, result, config.run)
-    solved = solved_since(result.history, config.run.hold_out_steps) is not None
-    trial.set_user_attr("solved", solved)
+    start = solved_since(result.history, config.run.hold_out_steps)
+    trial.set_user_attr("solved", start is not None)
+    trial.set_user_attr("solved_step", None if start is None else int(start.step))
 
 
 def run_programs(study: Any, arm: ArmProtocol, base: Config, options: TuneOptions, space: Space, parent: str) -> None:

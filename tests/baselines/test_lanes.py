@@ -84,3 +84,19 @@ def test_lanes_need_an_arm_that_trains_seeds_together():
     with pytest.raises(ValueError, match="trials_per_program=4 needs an arm"):
         check_lanes_arm(get_arm("flax-numpy"), 4)
     check_lanes_arm(get_arm("flax-numpy"), 1)
+
+
+def test_lanes_of_one_seed_keep_their_own_hyperparameters():
+    """Trials share seeds (trial n trains tuning seed n % 10): lanes are placed by index, not by seed."""
+    pytest.importorskip("jax")
+    from doors_gym_baselines.dqn_flax_scan import make_train
+    from doors_gym_baselines.scan_driver import compile_run, seed_layout
+    from doors_gym_baselines.scan_lanes import lane_values, program_config
+
+    configs = [DQNConfig.of(**SMALL, **LANES[0], seed=3), DQNConfig.of(**SMALL, **LANES[1], seed=3)]
+    layout = seed_layout(1, [3, 3])
+    assert layout.slot_indices == [0, 1]
+    parts = make_train(program_config(configs).replace(num_seeds=2), lanes=True)
+    runner, _ = compile_run(parts, layout, lane_values(configs))
+    np.testing.assert_allclose(np.asarray(runner.lane.gamma), [0.9, 0.99], rtol=1e-6)
+    assert np.asarray(runner.lane.double_dqn).tolist() == [False, True]
