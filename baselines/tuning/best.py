@@ -21,6 +21,8 @@ from .study import finished_trials
 
 CONFIRM_PREFIX = "confirm."
 """Study attribute ``confirm.<trial>``: that trial's seeds and scores when re-trained (see :func:`confirm_best`)."""
+SEED_PREFIX = "confirm-seed."
+"""Study attribute ``confirm-seed.<trial>.<seed>``: one confirmation seed's score, kept as soon as it is known."""
 
 
 def confirm_best(study: Any, arm_name: str, base: Config, options: TuneOptions) -> dict[str, Any] | None:
@@ -59,7 +61,7 @@ def confirm_trial(
     """Trains ``trial``'s hyperparameters on the ``confirm_seeds`` tuning seeds after its own, each in a nested
     MLflow run; returns its trial number, seeds and scores (its own first), ``worst`` for a failed training.
 
-    Each seed's score is kept as the study attribute ``confirm.<trial>.seed<seed>`` as soon as it is known, so a
+    Each seed's score is kept as the study attribute ``confirm-seed.<trial>.<seed>`` as soon as it is known, so a
     confirmation killed between two seeds resumes on the next seed: nothing finished is trained twice.
     """
     first = base.run.seed
@@ -68,7 +70,7 @@ def confirm_trial(
     hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters, space_of(arm))
     scores = []
     for seed in seeds:
-        key = f"{CONFIRM_PREFIX}{trial.number}.seed{seed}"
+        key = f"{SEED_PREFIX}{trial.number}.{seed}"
         score = study.user_attrs.get(key)
         if score is None:
             config = make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))
