@@ -195,7 +195,7 @@ CASES = [
     pytest.param(STABILISERS[name], arm, id=f"{name}-{arm}")
     for name in STABILISERS
     for arm in ARMS
-    if ARMS.is_builtin(arm) and (arm != "torch-compile" or name in ("plain adam", "all"))
+    if arm != "torch-compile" or name in ("plain adam", "all")
 ]
 
 
