@@ -12,7 +12,7 @@ segments with greedy evaluations between them, the result) is :mod:`.scan_driver
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +39,8 @@ from .harness import Reporter
 from .harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample
 from .metrics import TrainResult
 from .runtime import jax_compilation_cache
+from .scan_lanes import LaneHyper, lane_epsilon, lane_optimizer
+from .scan_lanes import lane_learning_step as lane_step
 from .scan_driver import ScanModel, save_model, train_seeds
 
 CHUNKS = 20
@@ -66,6 +68,10 @@ class Runner(NamedTuple):
     buffer: Buffer
     episodes: Episodes
     key: jax.Array
+    frozen: jax.Array
+    """bool scalar: the seed has stopped (solved through its window); its learner, envs and episodes are kept."""
+    lane: LaneHyper | None = None
+    """A lane's own hyperparameters (:mod:`.scan_lanes`), None outside a program of lanes."""
 
 
 class ScanTrain(NamedTuple):
@@ -81,23 +87,32 @@ class ScanTrain(NamedTuple):
     iterations_per_chunk: int
 
 
-def make_train(config: DQNConfig) -> ScanTrain:
-    """The pure functions of a run of ``config`` (see :class:`ScanTrain`); each traces for one seed (vmap it)."""
+def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
+    """The pure functions of a run of ``config`` (see :class:`ScanTrain`); each traces for one seed (vmap it).
+
+    With ``lanes`` each seed is a lane (:mod:`.scan_lanes`): its runner's ``lane`` holds its own values of the
+    per-lane hyperparameters, and ``config`` (:func:`~.scan_lanes.program_config`) gives the program's.
+    """
     params, hyper = config.params, config.hyperparameters
     num_envs, width, window = hyper.num_envs, params.width, config.run.rolling_episodes
-    network, optimizer = make_network(config), make_optimizer(config)
-    learning_step = learn(make_loss(network, config), optimizer, config)
+    network = make_network(config)
+    optimizer = lane_optimizer(config) if lanes else make_optimizer(config)
+    learning_step = lane_step(network, config) if lanes else plain_step(network, optimizer, config)
     init = make_init(config, network, optimizer)
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
+    # Only seeds trained together can stop apart; a lone seed's program is left exactly as it was.
+    keep = keep_frozen if config.run.num_seeds > 1 or lanes else lambda frozen, old, new: new
 
-    def _learn(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
-        learner, loss = learning_step(runner.learner, sample(runner.buffer, key, hyper.batch_size, width))
-        return runner._replace(learner=learner), loss
+    def _learn(runner: Runner, key: jax.Array, global_step: jax.Array) -> tuple[Runner, jax.Array]:
+        batch = sample(runner.buffer, key, hyper.batch_size, width)
+        learner, loss = learning_step(runner.learner, batch, runner.lane)
+        waiting = runner.frozen | (lanes and global_step <= runner.lane.learning_starts)
+        return runner._replace(learner=keep(waiting, runner.learner, learner)), loss
 
     def _update_step(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, sample_key = jax.random.split(runner.key, 5)
         global_step = (iteration_index + 1) * num_envs
-        epsilon = config.epsilon(global_step, jnp)  # the host loop's schedule, in the trace
+        epsilon = lane_epsilon(config, runner.lane, global_step) if lanes else config.epsilon(global_step, jnp)
         greedy = network.apply(runner.learner.params, cells_of_states(runner.env_state, width)).argmax(axis=1)
         actions = epsilon_greedy(greedy, epsilon, explore_key, random_key)
         _, env_state, reward, terminated, truncated, info = F.batch_step(step_key, runner.env_state, actions, params)
@@ -106,9 +121,11 @@ def make_train(config: DQNConfig) -> ScanTrain:
         start = (iteration_index * num_envs) % hyper.buffer_size
         buffer = add(runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, start)
         episodes = track(runner.episodes, reward, terminated, truncated, jax.vmap(distance)(env_state), window)
+        env_state, episodes = keep(runner.frozen, (runner.env_state, runner.episodes), (env_state, episodes))
         runner = runner._replace(env_state=env_state, buffer=buffer, episodes=episodes, key=key)
         learn_now = (global_step > hyper.learning_starts) & (iteration_index % hyper.train_frequency == 0)
-        runner, loss = jax.lax.cond(learn_now, _learn, lambda r, k: (r, jnp.float32(jnp.nan)), runner, sample_key)
+        no_update = lambda r, k, s: (r, jnp.float32(jnp.nan))  # noqa: E731
+        runner, loss = jax.lax.cond(learn_now, _learn, no_update, runner, sample_key, global_step)
         return runner, {"loss": loss, "learned": learn_now, "epsilon": epsilon}
 
     def run_chunk(runner: Runner, first_iteration: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
@@ -118,6 +135,12 @@ def make_train(config: DQNConfig) -> ScanTrain:
         return jax.lax.scan(_update_step, init(key), jnp.arange(config.num_iterations))
 
     return ScanTrain(train, init, run_chunk, network, iterations_per_chunk)
+
+
+def plain_step(network: QNetwork, optimizer: optax.GradientTransformation, config: DQNConfig) -> Callable:
+    """``dqn_flax.learn``'s step with the config's hyperparameters, as ``step(learner, batch, lane)`` (no lane)."""
+    step = learn(make_loss(network, config), optimizer, config)
+    return lambda learner, batch, lane: step(learner, batch)
 
 
 def make_init(
@@ -145,9 +168,14 @@ def make_init(
             jnp.zeros(window),
             jnp.int32(0),
         )
-        return Runner(learner, env_state, empty_buffer(env_state, capacity), episodes, loop_key)
+        return Runner(learner, env_state, empty_buffer(env_state, capacity), episodes, loop_key, jnp.bool_(False))
 
     return init
+
+
+def keep_frozen(frozen: jax.Array, old: Any, new: Any) -> Any:
+    """``old`` where ``frozen`` (a bool scalar), else ``new``, leaf by leaf: a stopped seed's state stays put."""
+    return jax.tree.map(lambda before, after: jnp.where(frozen, before, after), old, new)
 
 
 def distance(state: DoorsState) -> jax.Array:

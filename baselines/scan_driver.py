@@ -24,7 +24,8 @@ from .config import DQNConfig
 from .dqn_flax import FlaxPolicy, QNetwork
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
 from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
-from .metrics import HistoryRow, TrainResult, solved_reward
+from .metrics import HistoryRow, TrainResult, solved_reward, solved_since
+from .scan_lanes import lane_values, program_config
 from .scan_profile import split_scan_time
 
 
@@ -58,6 +59,11 @@ class SeedLayout(NamedTuple):
         slots = self.per_device * self.mesh.size
         return self.seeds + [self.seeds[-1]] * (slots - len(self.seeds))
 
+    @property
+    def slot_indices(self) -> list[int]:
+        """The index in ``seeds`` of every slot's run (seeds may repeat: lanes of one seed)."""
+        return [min(slot, len(self.seeds) - 1) for slot in range(self.per_device * self.mesh.size)]
+
     def seeds_per_device(self) -> list[int]:
         """How many of the run's own seeds each device trains."""
         left = [len(self.seeds) - index * self.per_device for index in range(self.mesh.size)]
@@ -70,8 +76,10 @@ def seed_layout(requested: int | None, seeds: list[int]) -> SeedLayout:
     return SeedLayout(jax.sharding.Mesh(np.array(devices), ("seeds",)), seeds, -(-len(seeds) // len(devices)))
 
 
-def compile_run(parts: Any, layout: SeedLayout) -> tuple[Any, Callable]:
+def compile_run(parts: Any, layout: SeedLayout, lanes: Any = None) -> tuple[Any, Callable]:
     """``(runner, chunk)``: the initial runner, and the chunk traced and compiled once for every device.
+
+    ``lanes`` (a :class:`~.scan_lanes.LaneHyper` of arrays over the seeds) becomes the runner's ``lane``.
 
     Each is ``shard_map`` of the ``vmap`` over one device's seeds: every device runs the program a single
     device would run for its seeds, all at once, and XLA compiles it once (not once per device).
@@ -88,6 +96,9 @@ def compile_run(parts: Any, layout: SeedLayout) -> tuple[Any, Callable]:
 
     init = jax.jit(per_device(jax.vmap(parts.init), seeds, seeds)).lower(keys).compile()
     runner = init(keys)
+    if lanes is not None:
+        slots = layout.slot_indices
+        runner = runner._replace(lane=jax.device_put(jax.tree.map(lambda values: values[slots], lanes), keys.sharding))
     chunk_function = per_device(jax.vmap(parts.run_chunk, in_axes=(0, None)), (seeds, shared), (seeds, seeds))
     lowered = jax.jit(chunk_function, donate_argnums=0).lower(runner, jnp.int32(0))
     return runner, lowered.compile()
@@ -107,9 +118,16 @@ def train_seeds(
     ``jax_cache`` is the folder of JAX's compilation cache (None: none), recorded in the result's facts.
     """
     start = time.perf_counter()
-    config = arm.configure(config)
+    lane_configs = getattr(trial, "lane_configs", None)
+    if lane_configs:
+        config = program_config([arm.configure(lane) for lane in lane_configs])
+        config = config.replace(num_seeds=len(lane_configs))
+        lanes = Lanes([lane.run.seed for lane in lane_configs], lane_values(lane_configs))
+        seeds = CompiledSeeds(config, make_train(config, lanes=True), trial, start, lanes)
+    else:
+        config = arm.configure(config)
+        seeds = CompiledSeeds(config, make_train(config), trial, start)
     num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
-    seeds = CompiledSeeds(config, make_train(config), trial, start)
     progress = Progress(
         config.num_iterations * num_envs * num_seeds, f"{arm.name} x {num_seeds} seeds", config.run.quiet
     )
@@ -124,9 +142,20 @@ def train_seeds(
         first += per_chunk
         if schedule.should_stop(global_step, more_to_come=first < config.num_iterations):
             break
+        seeds.freeze_solved()
+        seeds.freeze(getattr(trial, "stopped_lanes", ()))
+        if seeds.frozen.all():  # every lane pruned, failed or solved
+            break
     progress.close()
     last = schedule.final(global_step)
     return seeds.result(arm, global_step, last, schedule.seconds, jax_cache)
+
+
+class Lanes(NamedTuple):
+    """The lanes of a program (:mod:`.scan_lanes`): each one's seed and its own hyperparameters."""
+
+    seeds: list[int]
+    values: Any
 
 
 class CompiledSeeds:
@@ -136,18 +165,23 @@ class CompiledSeeds:
     greedy policies and keeps the learning curve; ``scanning`` is the time spent in the chunks.
     """
 
-    def __init__(self, config: DQNConfig, parts: Any, trial: Reporter | None, start: float) -> None:
+    def __init__(
+        self, config: DQNConfig, parts: Any, trial: Reporter | None, start: float, lanes: Lanes | None = None
+    ) -> None:
         run = config.run
         self.config, self.trial, self.start = config, trial, start
-        self.parts = parts
-        self.seeds = [run.seed + index for index in range(run.num_seeds)]
+        self.parts, self.lanes = parts, lanes
+        self.seeds = lanes.seeds if lanes else [run.seed + index for index in range(run.num_seeds)]
         self.layout = seed_layout(run.devices, self.seeds)
-        self.runner, self.chunk = compile_run(self.parts, self.layout)
+        self.runner, self.chunk = compile_run(self.parts, self.layout, lanes and lanes.values)
         self.compile_seconds = time.perf_counter() - start
         self.history: list[HistoryRow] = []
         self.losses: list[float] = []
         self.scanning = 0.0
         self.iterations = 0
+        self.frozen = np.zeros(run.num_seeds, bool)
+        self.kept: dict[int, tuple[Evaluation, TrainingFigures]] = {}
+        self.last_figures: list[tuple[Evaluation, TrainingFigures]] = []
 
     def run_chunk(self, first: int) -> float:
         """Runs the chunk that starts at iteration ``first`` and keeps its losses; returns its last epsilon."""
@@ -157,8 +191,13 @@ class CompiledSeeds:
         metrics = on_host(metrics, len(self.seeds))  # waits for the chunk
         self.scanning += time.perf_counter() - started
         learned = metrics["learned"][0]  # the same iterations learn in every seed
-        chunk_losses = metrics["loss"][:, learned]
-        if not np.isfinite(chunk_losses).all():
+        chunk_losses = metrics["loss"][~self.frozen][:, learned]  # a stopped seed's updates are dropped
+        if self.lanes:  # a lane whose loss turned non-finite stops alone; its trial is told by its reporter
+            failed = ~np.isfinite(metrics["loss"][:, learned]).all(axis=1) & ~self.frozen
+            self.trial.lanes_failed(np.flatnonzero(failed).tolist())
+            self.freeze(np.flatnonzero(failed))
+            chunk_losses = metrics["loss"][~self.frozen][:, learned]
+        elif not np.isfinite(chunk_losses).all():
             prune(self.trial, f"non-finite loss before step {(first + per_chunk) * num_envs}")
         self.losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
         self.iterations += per_chunk
@@ -175,13 +214,45 @@ class CompiledSeeds:
         """Every seed's greedy evaluation (their mean) and the history row at env step ``step``."""
         num_seeds = len(self.seeds)
         params = on_host(self.runner.learner.params, num_seeds)
-        policies = [seed_policy(self.parts.network, params, index, self.config.params) for index in range(num_seeds)]
-        evaluations = [evaluate_greedy(policy.act, self.config.params) for policy in policies]
         training = rolling_figures(on_host(self.runner.episodes, num_seeds))
+        evaluations = []
+        for index in range(num_seeds):
+            if self.kept.get(index):  # a stopped seed's figures are those it stopped with
+                evaluation, training[index] = self.kept[index]
+            else:
+                policy = seed_policy(self.parts.network, params, index, self.config.params)
+                evaluation = evaluate_greedy(policy.act, self.config.params)
+            evaluations.append(evaluation)
+        self.last_figures = list(zip(evaluations, training))
         bar = solved_reward(self.config.params)
         epsilon = self.config.epsilon(step)
         row = history_row(step, self.start, epsilon, self.losses, evaluations, training, self.seeds, bar)
         return Evaluation.mean(evaluations), row
+
+    def freeze_solved(self) -> None:
+        """Stops every seed solved through its hold-out window at the last evaluation, where its own run would
+        have stopped: its learner, envs and episode figures stay as they are, and so do its evaluations.
+
+        Only a run that stops when solved, of several seeds; a lone seed's run stops instead.
+        """
+        run = self.config.run
+        if len(self.seeds) == 1 or not run.stop_when_solved or not self.history:
+            return
+        live = np.flatnonzero(~self.frozen)
+        self.freeze([i for i in live if solved_since(self.history, run.hold_out_steps, seed=int(i)) is not None])
+
+    def freeze(self, indices: Any) -> None:
+        """Stops the seeds (lanes) at ``indices``: their state and figures stay as at the last evaluation."""
+        indices = [int(index) for index in indices if not self.frozen[int(index)]]
+        if not indices:
+            return
+        for index in indices:
+            self.frozen[index] = True
+            if self.last_figures:  # a lane failed before its first evaluation has none to keep
+                self.kept[index] = self.last_figures[index]
+        slots = [bool(self.frozen[index]) for index in self.layout.slot_indices]
+        frozen = jax.device_put(np.array(slots), self.runner.frozen.sharding)
+        self.runner = self.runner._replace(frozen=frozen)
 
     def result(
         self,

@@ -22,7 +22,7 @@ LAYERS = (
     ("evaluation", "arm"),
     ("harness",),
     ("api",),
-    ("dqn_torch", "dqn_torch_compile", "dqn_flax", "dqn_flax_scan", "scan_driver", "scan_profile"),
+    ("dqn_torch", "dqn_torch_compile", "dqn_flax", "dqn_flax_scan", "scan_driver", "scan_profile", "scan_lanes"),
     ("arms", "presets"),
     ("serving", "pyfunc_entry"),
     ("tracking",),

@@ -21,6 +21,8 @@ from .study import finished_trials
 
 CONFIRM_PREFIX = "confirm."
 """Study attribute ``confirm.<trial>``: that trial's seeds and scores when re-trained (see :func:`confirm_best`)."""
+SEED_PREFIX = "confirm-seed."
+"""Study attribute ``confirm-seed.<trial>.<seed>``: one confirmation seed's score, kept as soon as it is known."""
 
 
 def confirm_best(study: Any, arm_name: str, base: Config, options: TuneOptions) -> dict[str, Any] | None:
@@ -45,7 +47,7 @@ def confirm_best(study: Any, arm_name: str, base: Config, options: TuneOptions) 
         key = f"{CONFIRM_PREFIX}{trial.number}"
         found = study.user_attrs.get(key)
         if found is None:
-            found = confirm_trial(trial, arm, base, options, worst=-math.inf if maximise else math.inf)
+            found = confirm_trial(study, trial, arm, base, options, worst=-math.inf if maximise else math.inf)
             study.set_user_attr(key, found)
         candidates.append({**found, "mean": float(np.mean(found["scores"]))})
     if not candidates:
@@ -53,28 +55,66 @@ def confirm_best(study: Any, arm_name: str, base: Config, options: TuneOptions) 
     return (max if maximise else min)(candidates, key=lambda candidate: candidate["mean"])
 
 
-def confirm_trial(trial: Any, arm: ArmProtocol, base: Config, options: TuneOptions, worst: float) -> dict[str, Any]:
+def confirm_trial(
+    study: Any, trial: Any, arm: ArmProtocol, base: Config, options: TuneOptions, worst: float
+) -> dict[str, Any]:
     """Trains ``trial``'s hyperparameters on the ``confirm_seeds`` tuning seeds after its own, each in a nested
-    MLflow run; returns its trial number, seeds and scores (its own first), ``worst`` for a failed training."""
-    import mlflow
+    MLflow run; returns its trial number, seeds and scores (its own first), ``worst`` for a failed training.
 
+    Each seed's score is kept as the study attribute ``confirm-seed.<trial>.<seed>`` as soon as it is known, so a
+    confirmation killed between two seeds resumes on the next seed: nothing finished is trained twice.
+    """
     first = base.run.seed
     own = int(trial.user_attrs.get("seed", first))
     seeds = [first + (own - first + 1 + j) % options.tuning_seeds for j in range(options.confirm_seeds)]
     hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters, space_of(arm))
     scores = []
-    tags = {"doors_gym.role": "confirm", "optuna.trial": str(trial.number)}
     for seed in seeds:
-        config = make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))
-        with tracking.tracked_run(arm, config, f"confirm-{trial.number}-seed{seed}", nested=True, **tags) as tracked:
-            try:
-                result = tracked.train()
-            except NonFiniteLoss:
-                scores.append(worst)
-                mlflow.set_tag("confirm.failed", "non-finite loss")
-                continue
-            scores.append(log_score(options.objective, result, config.run, options.penalty_seconds))
+        key = f"{SEED_PREFIX}{trial.number}.{seed}"
+        score = study.user_attrs.get(key)
+        if score is None:
+            config = make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))
+            score = confirm_seed(study, key, trial.number, arm, config, options, worst)
+        scores.append(float(score))
     return {"trial": trial.number, "seeds": [own, *seeds], "scores": [float(trial.value), *scores]}
+
+
+def confirm_seed(
+    study: Any, key: str, number: int, arm: ArmProtocol, config: Config, options: TuneOptions, worst: float
+) -> float:
+    """One seed of a confirmation in a nested MLflow run ``confirm-<trial>-seed<seed>``; its score, kept in the study
+    as ``key`` before the run ends. A killed earlier attempt's unfinished run of that name is deleted first."""
+    import mlflow
+
+    name = f"confirm-{number}-seed{config.run.seed}"
+    delete_unfinished_runs(name)
+    tags = {"doors_gym.role": "confirm", "optuna.trial": str(number)}
+    with tracking.tracked_run(arm, config, name, nested=True, **tags) as tracked:
+        try:
+            result = tracked.train()
+        except NonFiniteLoss:
+            score = worst
+            mlflow.set_tag("confirm.failed", "non-finite loss")
+        else:
+            score = log_score(options.objective, result, config.run, options.penalty_seconds)
+        study.set_user_attr(key, score)
+    return score
+
+
+def delete_unfinished_runs(name: str) -> int:
+    """Deletes the active experiment's runs named ``name`` that did not finish (a killed attempt's); how many."""
+    import mlflow
+
+    active = mlflow.active_run()
+    if active is None:
+        return 0
+    client = mlflow.MlflowClient()
+    query = f"tags.`mlflow.runName` = '{name}' and tags.`mlflow.parentRunId` = '{active.info.run_id}'"
+    runs = client.search_runs([active.info.experiment_id], query, max_results=100)
+    unfinished = [run for run in runs if run.info.status != "FINISHED"]
+    for run in unfinished:
+        client.delete_run(run.info.run_id)
+    return len(unfinished)
 
 
 def write_best_preset(study: Any, base: Config, path: str, confirmed: dict[str, Any] | None = None) -> pathlib.Path:

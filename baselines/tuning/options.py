@@ -46,6 +46,9 @@ class TuneOptions:
     start_from: str | None = field(
         "quick", "a preset (name or file) whose hyperparameters a new study tries first, a known-good point ('': none)"
     )
+    trials_per_program: int = field(
+        1, "trials trained together as the lanes of one compiled program (arms that train seeds together)"
+    )
     confirm_top: int = field(
         0, "re-train the best N complete trials on --confirm-seeds more tuning seeds; the preset is the best on average"
     )
@@ -67,7 +70,7 @@ class TuneOptions:
 
     def __post_init__(self) -> None:
         get_arm(self.arm)
-        for name in ("n_trials", "heartbeat_interval", "grace_period", "tuning_seeds"):
+        for name in ("n_trials", "heartbeat_interval", "grace_period", "tuning_seeds", "trials_per_program"):
             check_at_least(name, getattr(self, name), 1)
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective={self.objective!r} is not supported: expected one of {list(OBJECTIVES)}")

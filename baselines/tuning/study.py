@@ -73,8 +73,12 @@ def create_study(
     total_steps: int,
     eval_every: int,
     objective: str = DEFAULT_OBJECTIVE,
+    constant_liar: bool = False,
 ) -> Any:
     """Creates or loads the study; the sampler's seed also depends on the trials so far and ``worker``.
+
+    ``constant_liar``: TPE treats the running trials as scored the worst so far, so trials asked together
+    differ (``--trials-per-program`` above 1).
 
     A resumed or second worker with the seed of the first would replay its
     first samples; mixing in the number of existing trials and the worker
@@ -93,7 +97,9 @@ def create_study(
         ),
     )
     sampler_seed = int(np.random.SeedSequence([seed, len(study.trials), worker]).generate_state(1)[0])
-    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed, n_startup_trials=5)
+    study.sampler = optuna.samplers.TPESampler(
+        seed=sampler_seed, n_startup_trials=5, **({"constant_liar": True} if constant_liar else {})
+    )
     if "arm" not in study.user_attrs:
         study.set_user_attr("arm", arm_name)
     elif study.user_attrs["arm"] != arm_name:

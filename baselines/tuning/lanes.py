@@ -1,0 +1,244 @@
+"""Trials trained together: ``doors-gym tune --trials-per-program K`` asks Optuna for K trials at once and trains
+them as the K lanes of one compiled program of an arm that trains seeds together (``flax-scan``).
+
+The first trial of a program samples every coordinate; the others are asked with the coordinates that fix the
+program's arrays and control flow (network, batch, buffer, env count, train frequency, optimizer) set to the
+first's, and sample the rest (:data:`~doors_gym_baselines.scan_lanes.PER_LANE`), so TPE (with its constant liar)
+searches the shapes program by program and the rest lane by lane. Each lane reports its own curve to its trial
+at every evaluation; a pruned, failed or solved lane freezes while the others train on.
+
+A lane's clock is its program's wall clock divided by the lanes (compile included): a lane solved at env step
+``s`` scores the program's seconds at ``s`` over K, its env steps at the program's cost per lane-step. Trials
+of one study rank on the same K; the confirmation re-trains the best ones as single runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any
+
+from .. import tracking
+from ..arm import ArmProtocol
+from ..config import Config, make_config
+from ..metrics import HistoryRow, solved_since
+from ..scan_lanes import PER_LANE
+from .objective import record_result, trial_tags
+from .options import TuneOptions
+from .scores import objective_score
+from .space import Space, suggest_hyperparameters
+
+
+def check_lanes_arm(arm: ArmProtocol, trials_per_program: int) -> None:
+    """``ValueError`` unless ``arm`` can train ``trials_per_program`` trials in one program."""
+    if trials_per_program > 1 and not (arm.seeds_in_one_run and arm.steps_pure_functions):
+        raise ValueError(
+            f"trials_per_program={trials_per_program} needs an arm that trains seeds together in one jitted "
+            f"program; arm={arm.name!r} trains one run per trial: expected trials_per_program=1"
+        )
+
+
+def heartbeat(study: Any, trials: list[Any]) -> None:
+    """Records a heartbeat of each running trial (what ``Study.optimize`` does for its one trial): a program killed
+    midway stops beating, and :func:`fail_stale` fails its trials when the study resumes."""
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+
+    storage = study._storage  # Optuna's ask-and-tell keeps no heartbeat of its own
+    if is_heartbeat_enabled(storage):
+        for trial in trials:
+            storage.record_heartbeat(trial._trial_id)
+
+
+def fail_stale(study: Any) -> None:
+    """Fails the trials whose program died (no heartbeat within the grace period) and ends their MLflow runs."""
+    from optuna.storages import fail_stale_trials
+
+    from .study import mark_killed_runs
+
+    fail_stale_trials(study)
+    mark_killed_runs(study)
+
+
+def program_coordinates(space: Space) -> list[str]:
+    """The coordinates of ``space`` every lane of a program shares (those that set no per-lane hyperparameter)."""
+    return [coordinate.name for coordinate in space if coordinate.target not in PER_LANE]
+
+
+def ask_program(study: Any, count: int, base: Config, space: Space, tuning_seeds: int) -> list[tuple[Any, Config]]:
+    """Asks ``count`` trials of one program: the first samples freely, the others share its program coordinates.
+
+    Returns each trial with its config (trial ``n`` trains seed ``base.run.seed + n % tuning_seeds``).
+    """
+    asked = []
+    for index in range(count):
+        if index:
+            shared = {name: asked[0][0].params[name] for name in program_coordinates(space)}
+            study.enqueue_trial(shared, skip_if_exists=False)
+        trial = study.ask()
+        heartbeat(study, [trial])
+        hyperparameters = suggest_hyperparameters(trial, base.hyperparameters, space)
+        seed = base.run.seed + trial.number % tuning_seeds
+        asked.append((trial, make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))))
+    return asked
+
+
+class LaneTrials:
+    """The trials of one program as the :class:`~doors_gym_baselines.harness.Reporter` of its training.
+
+    ``lane_configs`` tells the arm to train them as lanes; each evaluation row is split into each lane's own row
+    (its clock the program's over the lanes), logged to its trial's nested MLflow run and reported to its trial;
+    ``stopped_lanes`` are the pruned, failed and solved ones, which the arm freezes.
+    """
+
+    def __init__(self, asked: list[tuple[Any, Config]], options: TuneOptions, arm: ArmProtocol, parent: str) -> None:
+        import mlflow
+
+        self.trials = [trial for trial, _ in asked]
+        self.lane_configs = [config for _, config in asked]
+        self.options = options
+        self.histories: list[list[HistoryRow]] = [[] for _ in asked]
+        self.stopped_lanes: set[int] = set()
+        self.outcome: dict[int, str] = {}
+        self.client = mlflow.MlflowClient()
+        experiment = self.client.get_run(parent).info.experiment_id
+        self.run_ids = []
+        for trial, config in asked:
+            tags = {**tracking.run_tags(arm, **trial_tags(trial, options.worker)), "mlflow.parentRunId": parent}
+            run = self.client.create_run(experiment, run_name=f"trial-{trial.number}", tags=tags)
+            params = {**tracking.config_params(config), **{f"search.{k}": str(v) for k, v in trial.params.items()}}
+            self.client.log_batch(run.info.run_id, params=[mlflow.entities.Param(k, v) for k, v in params.items()])
+            trial.set_user_attr("mlflow_run_id", run.info.run_id)
+            trial.set_user_attr("worker", options.worker)
+            trial.set_user_attr("seed", config.run.seed)
+            self.run_ids.append(run.info.run_id)
+
+    def lane_row(self, row: HistoryRow, index: int) -> HistoryRow:
+        """Lane ``index``'s own row of a program's row: its figures, its clock the program's over the lanes."""
+        lanes, mine = len(self.trials), row.per_seed[index]
+        nan = math.nan
+        return dataclasses.replace(
+            row, seconds=row.seconds / lanes, sps=row.sps / lanes, greedy_success_rate=mine.greedy_success_rate,
+            greedy_step_reward=mine.greedy_step_reward, greedy_normalised_return=mine.greedy_normalised_return,
+            rolling_reward=mine.rolling_reward, train_success_rate=nan, train_normalised_return=nan,
+            train_episode_return=nan, train_episode_length=nan, per_seed=(mine,),
+        )  # fmt: skip
+
+    def observe(self, row: HistoryRow) -> float:
+        heartbeat(self.trials[0].study, [trial for i, trial in enumerate(self.trials) if i not in self.stopped_lanes])
+        for index, trial in enumerate(self.trials):
+            if index in self.stopped_lanes:
+                continue
+            self.add_row(index, self.lane_row(row, index))
+            trial.report(self.score(index, final=False), int(row.step))
+            if trial.should_prune():
+                self.stop(index, "pruned")
+            elif self.lane_configs[index].run.stop_when_solved and self.solved(index):
+                self.stop(index, "solved")
+        return math.nan
+
+    def add_row(self, index: int, row: HistoryRow) -> None:
+        """Keeps a lane's row and logs it to its trial's MLflow run (``step=`` env steps, NaN left out)."""
+        import mlflow
+
+        self.histories[index].append(row)
+        stamp = int(time.time() * 1000)
+        metrics = [mlflow.entities.Metric(k, v, stamp, int(row.step)) for k, v in row.metrics().items()]
+        self.client.log_batch(self.run_ids[index], metrics=metrics)
+
+    def solved(self, index: int) -> bool:
+        """Lane ``index`` is solved through its hold-out window (its own run would stop here)."""
+        return solved_since(self.histories[index], self.lane_configs[index].run.hold_out_steps) is not None
+
+    def score(self, index: int, final: bool) -> float:
+        """The objective's score of lane ``index``'s curve so far."""
+        options, run = self.options, self.lane_configs[index].run
+        return objective_score(options.objective, self.histories[index], run, final, options.penalty_seconds)
+
+    def stop(self, index: int, outcome: str) -> None:
+        self.stopped_lanes.add(index)
+        self.outcome[index] = outcome
+
+    def lanes_failed(self, indices: list[int]) -> None:
+        """Lanes whose loss turned non-finite: their trials are pruned (as a single trial's would be)."""
+        for index in indices:
+            if index not in self.stopped_lanes:
+                self.stop(index, "failed")
+
+    def report(self, value: float, step: int) -> None:
+        """The program's row is reported lane by lane in :meth:`observe`."""
+
+    def should_prune(self) -> bool:
+        return False
+
+
+def finish_program(study: Any, lanes: LaneTrials, result: Any) -> None:
+    """Tells the study each lane's end: pruned (pruned or failed lanes) or complete with its final score."""
+    import optuna
+
+    for index, trial in enumerate(lanes.trials):
+        outcome = lanes.outcome.get(index, "trained")
+        if outcome in ("pruned", "failed"):
+            lanes.client.set_tag(lanes.run_ids[index], "optuna.state", "PRUNED")
+            lanes.client.set_terminated(lanes.run_ids[index], "FINISHED")
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            continue
+        if outcome == "trained":  # it trained to the end of the program: its final evaluation is its last row
+            lanes.add_row(index, lanes.lane_row(result.history[-1], index))
+        score = lanes.score(index, final=True)
+        lanes.client.log_metric(lanes.run_ids[index], "score", score, step=int(lanes.histories[index][-1].step))
+        lane_result = dataclasses.replace(
+            result, history=lanes.histories[index], wall_seconds=lanes.histories[index][-1].seconds,
+            rolling_reward=lanes.histories[index][-1].rolling_reward,
+        )  # fmt: skip
+        record_lane(trial, lane_result, lanes.lane_configs[index])
+        lanes.client.set_tag(lanes.run_ids[index], "optuna.state", "COMPLETE")
+        lanes.client.set_terminated(lanes.run_ids[index], "FINISHED")
+        study.tell(trial, score)
+
+
+def record_lane(trial: Any, result: Any, config: Config) -> None:
+    """A lane's wall time, time to solved, solved flag and the env step it was solved from on its trial (its own
+    clock)."""
+    record_result(trial, result, config.run)
+    start = solved_since(result.history, config.run.hold_out_steps)
+    trial.set_user_attr("solved", start is not None)
+    trial.set_user_attr("solved_step", None if start is None else int(start.step))
+
+
+def run_programs(study: Any, arm: ArmProtocol, base: Config, options: TuneOptions, space: Space, parent: str) -> None:
+    """Trains programs of ``options.trials_per_program`` trials until the study has ``n_trials`` finished ones
+    (or ``timeout`` passed). A program killed midway leaves its trials running; the storage's heartbeat fails them
+    when the study resumes, so they are never counted."""
+    from .study import finished_trials
+
+    started = time.perf_counter()
+    fail_stale(study)
+    while (left := options.n_trials - len(finished_trials(study))) > 0:
+        if options.timeout is not None and time.perf_counter() - started > options.timeout:
+            break
+        asked = ask_program(study, min(left, options.trials_per_program), base, space, options.tuning_seeds)
+        lanes = LaneTrials(asked, options, arm, parent)
+        try:
+            result = arm.train(asked[0][1], lanes)
+        except Exception:
+            import optuna
+
+            for index, trial in enumerate(lanes.trials):
+                lanes.client.set_terminated(lanes.run_ids[index], "FAILED")
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            raise
+        finish_program(study, lanes, result)
+        if options.verbose:
+            print(describe_program(lanes), flush=True)
+
+
+def describe_program(lanes: LaneTrials) -> str:
+    """One line per program: its trials and how each ended."""
+    ends = [f"{trial.number}: {lanes.outcome.get(index, 'trained')}" for index, trial in enumerate(lanes.trials)]
+    return f"program of {len(ends)} trials ({', '.join(ends)}); lane seconds: " + ", ".join(
+        f"{history[-1].seconds:.1f}" if history else "-" for history in lanes.histories
+    )
+
+
+__all__ = ["LaneTrials", "ask_program", "check_lanes_arm", "program_coordinates", "run_programs"]

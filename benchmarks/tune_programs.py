@@ -1,0 +1,93 @@
+"""A flax-scan study's wall time against the trials trained per program (``doors-gym tune --trials-per-program K``).
+
+For each K, a fresh study of ``--n-trials`` trials (TPE + Hyperband, time-to-solved, today's 200k env steps per
+trial, tuning seeds 0-9), then its ``--confirm-top`` best trials re-trained as single runs on ``--confirm-seeds``
+more tuning seeds each; it prints the study's wall time, the whole command's, and the confirmed winner's mean
+seconds to solved over its seeds (single runs, the study's own figure), beside today's figures from
+``benchmarks/results/tuning/``. One K after the other, never two at once (the objective is wall time).
+
+    .venv/bin/python benchmarks/tune_programs.py                      # K = 1, 4, 8, 20, 40
+    .venv/bin/python benchmarks/tune_programs.py --ks 1 8 --n-trials 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import tempfile
+import time
+
+RESULTS = pathlib.Path(__file__).parent / "results" / "tuning"
+
+
+def today() -> tuple[float, float]:
+    """Today's flax-scan tuning: its command's wall seconds and its confirmed winner's mean seconds to solved."""
+    summary = json.loads((RESULTS / "flax-scan" / "summary.json").read_text())
+    means = [sum(found["scores"]) / len(found["scores"]) for found in summary["confirmed"]]
+    walls = [line for line in (RESULTS / "wall_times.md").read_text().splitlines() if line.startswith("| flax-scan")]
+    return float(walls[-1].split("|")[3].strip().split()[0]), min(means)
+
+
+def one_study(k: int, args: argparse.Namespace, folder: pathlib.Path) -> dict[str, float]:
+    """Tunes flax-scan with ``k`` trials per program in ``folder``; its timings and confirmed winner."""
+    import dataclasses
+
+    import optuna
+
+    from doors_gym_baselines import tuning
+
+    options = tuning.TuneOptions(
+        arm="flax-scan", n_trials=args.n_trials, trials_per_program=k, storage=f"sqlite:///{folder / 'optuna.db'}",
+        tracking_uri=f"sqlite:///{folder / 'mlflow.db'}", models=False, verbose=False, confirm_top=0,
+    )  # fmt: skip
+    started = time.perf_counter()
+    tuning.tune(options, tuning.TUNING_RUN)
+    study_seconds = time.perf_counter() - started
+    confirming = dataclasses.replace(options, confirm_top=args.confirm_top, confirm_seeds=args.confirm_seeds)
+    study = tuning.tune(confirming, tuning.TUNING_RUN)  # the study is complete: this only confirms
+    total_seconds = time.perf_counter() - started
+    confirmed = [value for key, value in study.user_attrs.items() if re.fullmatch(r"confirm\.\d+", key)]
+    winner = min(confirmed, key=lambda found: sum(found["scores"]) / len(found["scores"]), default=None)
+    states = [trial.state for trial in study.get_trials(deepcopy=False)]
+    return {
+        "study_s": study_seconds,
+        "total_s": total_seconds,
+        "complete": states.count(optuna.trial.TrialState.COMPLETE),
+        "pruned": states.count(optuna.trial.TrialState.PRUNED),
+        "winner_trial": winner["trial"] if winner else -1,
+        "winner_mean_s": sum(winner["scores"]) / len(winner["scores"]) if winner else float("nan"),
+        "winner_seeds": len(winner["scores"]) if winner else 0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ks", type=int, nargs="+", default=[1, 4, 8, 20, 40], help="trials per program")
+    parser.add_argument("--n-trials", type=int, default=40)
+    parser.add_argument("--confirm-top", type=int, default=5)
+    parser.add_argument("--confirm-seeds", type=int, default=3)
+    args = parser.parse_args()
+    from doors_gym_baselines.runtime import prepare_host_devices
+
+    prepare_host_devices()
+    threads = {name: os.environ.get(name, "-") for name in ("OMP_NUM_THREADS", "XLA_FLAGS")}
+    print(f"cores: {os.cpu_count()}; {threads}; started {time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
+    today_wall, today_winner = today()
+    print(f"today (K=1, one trial per program): {today_wall:.0f} s in all, winner {today_winner:.2f} s to solved")
+    print(f"| K | {args.n_trials}-trial study | with confirmation | complete | pruned | winner (trial) | winner's mean s to solved |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for k in args.ks:
+        with tempfile.TemporaryDirectory() as folder:
+            row = one_study(k, args, pathlib.Path(folder))
+        print(
+            f"| {k} | {row['study_s']:.0f} s | {row['total_s']:.0f} s | {row['complete']} | {row['pruned']} "
+            f"| {row['winner_trial']} | {row['winner_mean_s']:.2f} s over {row['winner_seeds']} seeds |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Trials trained together as lanes of one program: a lane computes what its trial computes alone."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from doors_gym_baselines.config import DQNConfig
+
+SMALL = dict(
+    total_steps=1_600, num_envs=8, batch_size=16, buffer_size=800, hidden_sizes=(16,), eval_every=0, quiet=True,
+)  # fmt: skip
+LANES = [
+    dict(learning_starts=400, gamma=0.9, learning_rate=1e-3, double_dqn=False, tau=1.0, target_update=50),
+    dict(learning_starts=560, gamma=0.99, learning_rate=3e-4, double_dqn=True, tau=0.1, target_update=7,
+         max_grad_norm=0.5, lr_end_fraction=0.2, exploration_fraction=0.3),
+]  # fmt: skip
+
+
+def test_each_lane_trains_as_its_trial_alone():
+    jax = pytest.importorskip("jax")
+    from doors_gym_baselines.dqn_flax_scan import make_train
+    from doors_gym_baselines.scan_lanes import lane_values, program_config
+
+    configs = [DQNConfig.of(**SMALL, **lane) for lane in LANES]
+    program = make_train(program_config(configs).replace(num_seeds=2), lanes=True)
+    keys = jax.vmap(jax.random.key)(np.array([5, 6]))
+    values = jax.tree.map(np.asarray, lane_values(configs))
+
+    runner = jax.jit(jax.vmap(lambda key, lane: program.init(key)._replace(lane=lane)))(keys, values)
+    chunk = jax.jit(jax.vmap(program.run_chunk, in_axes=(0, None)))  # one compile, run chunk by chunk
+    for first in range(0, configs[0].num_iterations, program.iterations_per_chunk):
+        runner, _ = chunk(runner, np.int32(first))
+
+    for index, (config, seed) in enumerate(zip(configs, (5, 6))):
+        alone, _ = jax.jit(make_train(config).train)(jax.random.key(seed))
+        assert int(runner.learner.updates[index]) == int(alone.learner.updates) == config.num_updates
+        for mine, shared in zip(jax.tree.leaves(alone.learner.params), jax.tree.leaves(runner.learner.params)):
+            np.testing.assert_allclose(np.asarray(shared)[index], np.asarray(mine), rtol=2e-3, atol=2e-4)
+
+
+def test_lanes_of_one_program_must_share_its_shapes():
+    pytest.importorskip("jax")
+    from doors_gym_baselines.scan_lanes import lane_values
+
+    configs = [DQNConfig.of(**SMALL), DQNConfig.of(**{**SMALL, "batch_size": 32})]
+    with pytest.raises(ValueError, match=r"configs differ in \['batch_size'\]"):
+        lane_values(configs)
+
+
+def test_a_study_of_programs_asks_distinct_trials_that_share_the_program_coordinates(tmp_path: pathlib.Path):
+    optuna = pytest.importorskip("optuna")
+    pytest.importorskip("mlflow")
+    from doors_gym_baselines import tuning
+    from doors_gym_baselines.config import RunSettings
+    from doors_gym_baselines.tuning.lanes import program_coordinates
+    from doors_gym_baselines.tuning.space import SPACE
+
+    options = tuning.TuneOptions(
+        arm="flax-scan", n_trials=6, trials_per_program=3, storage=f"sqlite:///{tmp_path / 'optuna.db'}",
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", models=False, verbose=False, start_from="",
+    )  # fmt: skip
+    run = RunSettings(seed=0, total_steps=2_000, eval_every=1_000, hold_out_steps=1_000)
+    study = tuning.tune(options, run)
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == 6 and all(trial.state.is_finished() for trial in trials)
+    assert len({tuple(sorted(trial.params.items())) for trial in trials}) == 6
+    shared = program_coordinates(SPACE)
+    for program in (trials[:3], trials[3:]):
+        assert len({tuple(trial.params[name] for name in shared) for trial in program}) == 1
+    complete = [trial for trial in trials if trial.state == optuna.trial.TrialState.COMPLETE]
+    assert complete and all(trial.user_attrs["seed"] == trial.number % 10 for trial in complete)
+
+
+def test_lanes_need_an_arm_that_trains_seeds_together():
+    pytest.importorskip("optuna")
+    from doors_gym_baselines.arms import get_arm
+    from doors_gym_baselines.tuning.lanes import check_lanes_arm
+
+    with pytest.raises(ValueError, match="trials_per_program=4 needs an arm"):
+        check_lanes_arm(get_arm("flax-numpy"), 4)
+    check_lanes_arm(get_arm("flax-numpy"), 1)
+
+
+def test_lanes_of_one_seed_keep_their_own_hyperparameters():
+    """Trials share seeds (trial n trains tuning seed n % 10): lanes are placed by index, not by seed."""
+    pytest.importorskip("jax")
+    from doors_gym_baselines.dqn_flax_scan import make_train
+    from doors_gym_baselines.scan_driver import compile_run, seed_layout
+    from doors_gym_baselines.scan_lanes import lane_values, program_config
+
+    configs = [DQNConfig.of(**SMALL, **LANES[0], seed=3), DQNConfig.of(**SMALL, **LANES[1], seed=3)]
+    layout = seed_layout(1, [3, 3])
+    assert layout.slot_indices == [0, 1]
+    parts = make_train(program_config(configs).replace(num_seeds=2), lanes=True)
+    runner, _ = compile_run(parts, layout, lane_values(configs))
+    np.testing.assert_allclose(np.asarray(runner.lane.gamma), [0.9, 0.99], rtol=1e-6)
+    assert np.asarray(runner.lane.double_dqn).tolist() == [False, True]
