@@ -6,6 +6,7 @@ import pathlib
 
 import numpy as np
 import pytest
+from stacks import needs
 
 from doors_gym_baselines.config import DQNConfig
 
@@ -20,7 +21,7 @@ LANES = [
 
 
 def test_each_lane_trains_as_its_trial_alone():
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     from doors_gym_baselines.dqn_flax_scan import make_train
     from doors_gym_baselines.scan_lanes import lane_values, program_config
 
@@ -42,7 +43,7 @@ def test_each_lane_trains_as_its_trial_alone():
 
 
 def test_lanes_of_one_program_must_share_its_shapes():
-    pytest.importorskip("jax")
+    needs("jax")
     from doors_gym_baselines.scan_lanes import lane_values
 
     configs = [DQNConfig.of(**SMALL), DQNConfig.of(**{**SMALL, "batch_size": 32})]
@@ -51,8 +52,8 @@ def test_lanes_of_one_program_must_share_its_shapes():
 
 
 def test_a_study_of_programs_asks_distinct_trials_that_share_the_program_coordinates(tmp_path: pathlib.Path):
-    optuna = pytest.importorskip("optuna")
-    pytest.importorskip("mlflow")
+    optuna = needs("optuna")
+    needs("mlflow")
     from doors_gym_baselines import tuning
     from doors_gym_baselines.config import RunSettings
     from doors_gym_baselines.tuning.lanes import program_coordinates
@@ -75,7 +76,7 @@ def test_a_study_of_programs_asks_distinct_trials_that_share_the_program_coordin
 
 
 def test_lanes_need_an_arm_that_trains_seeds_together():
-    pytest.importorskip("optuna")
+    needs("optuna")
     from doors_gym_baselines.arms import get_arm
     from doors_gym_baselines.tuning.lanes import check_lanes_arm
 
@@ -86,7 +87,7 @@ def test_lanes_need_an_arm_that_trains_seeds_together():
 
 def test_lanes_of_one_seed_keep_their_own_hyperparameters():
     """Trials share seeds (trial n trains tuning seed n % 10): lanes are placed by index, not by seed."""
-    pytest.importorskip("jax")
+    needs("jax")
     from doors_gym_baselines.dqn_flax_scan import make_train
     from doors_gym_baselines.scan_driver import compile_run, seed_layout
     from doors_gym_baselines.scan_lanes import lane_values, program_config

@@ -1,7 +1,7 @@
 """Seeds trained together stop on their own: a stopped seed's learner, envs and figures stay as they are."""
 
 import numpy as np
-import pytest
+from stacks import needs
 
 from doors_gym_baselines.config import DQNConfig
 
@@ -19,7 +19,7 @@ def leaves(tree, index):
 
 
 def test_a_frozen_seed_stops_changing_while_the_others_train():
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     from doors_gym_baselines.dqn_flax_scan import make_train
 
     parts = make_train(DQNConfig.of(num_seeds=2, **SMALL))
@@ -42,7 +42,7 @@ def test_a_frozen_seed_stops_changing_while_the_others_train():
 
 def test_a_lone_seed_trains_as_the_first_of_two_unfrozen_seeds():
     """Freezing is compiled only where seeds share a program; unfrozen, a seed computes what it does alone."""
-    jax = pytest.importorskip("jax")
+    jax = needs("jax")
     from doors_gym_baselines.dqn_flax_scan import make_train
 
     alone = make_train(DQNConfig.of(num_seeds=1, **SMALL))
@@ -55,7 +55,7 @@ def test_a_lone_seed_trains_as_the_first_of_two_unfrozen_seeds():
 
 def test_seeds_solved_through_their_window_freeze_and_keep_their_figures(monkeypatch):
     """The driver freezes a seed once it is solved through its hold-out window; its later rows repeat its figures."""
-    pytest.importorskip("jax")
+    needs("jax")
     from doors_gym_baselines import scan_driver
     from doors_gym_baselines.dqn_flax_scan import train
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pathlib
 
 import pytest
+from stacks import needs
 
-optuna = pytest.importorskip("optuna")
-mlflow = pytest.importorskip("mlflow")
-pytest.importorskip("flax")
+optuna = needs("optuna")
+mlflow = needs("mlflow")
+needs("flax")
 
 from doors_gym_baselines import tracking, tuning  # noqa: E402
 from doors_gym_baselines.config import RunSettings  # noqa: E402
