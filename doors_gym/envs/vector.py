@@ -58,7 +58,10 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
     generator call each, the price of matching ``SyncVectorEnv``); stepping is
     array operations over all envs. Observations have the dtype of the
     observation space, rewards and distances are float64 (float32 values) and
-    flags bool, as ``SyncVectorEnv`` returns them; each returned array is fresh.
+    flags bool, as ``SyncVectorEnv`` returns them; each returned array is fresh, unless
+    ``copy=False`` (``gym.make_vec("Doors-v0", N, copy=False)``, as ``SyncVectorEnv(..., copy=False)``): then
+    the ``grid`` observations are the env's own buffer, written once per step and overwritten by the next
+    one (copy what you keep), which saves a fresh allocation of ``num_envs * H * W`` int16 per step.
     """
 
     metadata = {
@@ -67,9 +70,16 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         "autoreset_mode": AutoresetMode and AutoresetMode.NEXT_STEP,
     }
 
-    def __init__(self, num_envs: int, render_mode: str | None = None, **keywords: Unpack[EnvKeywords]) -> None:
+    def __init__(
+        self, num_envs: int, render_mode: str | None = None, copy: bool = True, **keywords: Unpack[EnvKeywords]
+    ) -> None:
         require_gymnasium_1("the native vector env of Doors-v0 (its autoreset modes)")
         self.num_envs = check_num_envs(num_envs)
+        if not isinstance(copy, bool):
+            raise ValueError(
+                f"copy={copy!r} is invalid: expected True (fresh observations) or False (the env's buffer)"
+            )
+        self.copy = copy
         self.params: DoorsParams = make_params(**keywords, default_limit=core.DEFAULT_TIME_LIMIT)
         self._check_render_mode(render_mode)
         self.single_observation_space, self.single_action_space = make_spaces(self.params)
@@ -198,10 +208,11 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         )
 
     def _observe(self) -> np.ndarray:
-        """The observations of every env in ``params.obs_mode`` (a fresh array)."""
+        """The observations of every env in ``params.obs_mode``: a fresh array, or with ``copy=False`` in the
+        ``grid`` mode the env's own buffer, which the next step overwrites."""
         mode = self.params.obs_mode
         if mode == "grid":
-            return self._obs.copy()
+            return self._obs.copy() if self.copy else self._obs
         if mode == "coords":
             return core.coords_observation(self.state)
         return core.encode_grid(self.params, self._obs)

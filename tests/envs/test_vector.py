@@ -341,3 +341,24 @@ def test_seeds_follow_sync_vector_env_conventions():
     np.testing.assert_array_equal(obs[2], singles[2].reset(seed=6)[0])
     with pytest.raises(ValueError, match="seed"):
         native.reset(seed=[1, 2])
+
+
+@pytest.mark.parametrize("env_id", ["Doors-v0", "Doors-63x63-v0"])
+def test_copy_false_returns_the_buffer_with_the_same_observations(env_id):
+    fresh, shared = gym.make_vec(env_id, 8), gym.make_vec(env_id, 8, copy=False)
+    actions = np.random.default_rng(0).integers(0, 5, (50, 8))
+    fresh_obs, _ = fresh.reset(seed=3)
+    shared_obs, _ = shared.reset(seed=3)
+    buffer = shared_obs
+    for step_actions in actions:
+        np.testing.assert_array_equal(shared_obs, fresh_obs)
+        kept = fresh_obs
+        fresh_obs, *_ = fresh.step(step_actions)
+        shared_obs, *_ = shared.step(step_actions)
+        assert shared_obs is buffer and fresh_obs is not kept
+    np.testing.assert_array_equal(shared_obs, fresh_obs)
+
+
+def test_copy_must_be_a_bool():
+    with pytest.raises(ValueError, match=r"copy='no' is invalid: expected True .* or False"):
+        gym.make_vec("Doors-v0", 2, copy="no")
