@@ -76,9 +76,8 @@ def runs(jax_cache: str) -> list[tuple[str, str, dict]]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The benchmark, top to bottom: flags, the runs in turn, the table and its notes (over 60 lines: one report
-    read in order, each step used once)."""
+def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace, int]:
+    """The flags, checked: ``(parser, args, budget per arm)``; the parser reports bad presets later."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="120k env steps per arm instead of 600k")
     parser.add_argument("--total-steps", type=int, default=None, help="budget per arm (overrides --quick)")
@@ -94,12 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     total_steps = args.total_steps or (120_000 if args.quick else 600_000)
     if total_steps < 1 or args.eval_every < 1:
         parser.error("--total-steps and --eval-every must be >= 1")
-    prepare_host_devices()
-    base = DQNConfig.of(total_steps=total_steps, eval_every=args.eval_every, stop_when_solved=True, quiet=True)
-    if args.hidden_sizes:
-        base = base.replace(hidden_sizes=tuple(args.hidden_sizes))
-    oracle = evaluate_oracle()
+    return parser, args, total_steps
 
+
+def train_runs(parser: argparse.ArgumentParser, args: argparse.Namespace, base: DQNConfig) -> dict:
+    """Every selected run trained in turn and printed as it ends: results by run name."""
     results = {}
     jax_cache = tempfile.mkdtemp(prefix="doors-gym-jax-cache-")
     for name, arm, overrides in runs(jax_cache):
@@ -114,10 +112,16 @@ def main(argv: list[str] | None = None) -> int:
         result = get_arm(arm).train(config.replace(**overrides))
         results[name] = result
         print(f"{name}: {json.dumps(result.summary())} facts {json.dumps(result.facts)}", flush=True)
+    return results
 
-    def to_solved(result) -> float:
-        return seconds_to_solved(result.history, result.config.run.hold_out_steps)
 
+def to_solved(result) -> float:
+    """Seconds to solved (through the run's hold-out window)."""
+    return seconds_to_solved(result.history, result.config.run.hold_out_steps)
+
+
+def results_table(results: dict) -> tuple[list[str], list[list[str]]]:
+    """``(headers, rows)`` of the results table, one row per run."""
     reference = results.get("torch-numpy")
     table = []
     for name, result in results.items():
@@ -152,10 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         "rolling reward",
         "speed-up vs torch-numpy (to solved)",
     ]
-    budget = f"preset {args.preset}, seed {args.seed}" if args.preset else f"budget {total_steps:,} env steps per seed"
-    print(f"\nDQN to solved ({budget}; {machine_line()})\n")
-    print(markdown_table(headers, table))
-    print(f"\noracle: greedy success {oracle.success_rate:.3f}, per-step reward {oracle.mean_step_reward:.3f}")
+    return headers, table
+
+
+def print_notes(results: dict) -> None:
+    """The notes under the table: seeds in one run against one seed, compiled torch against eager."""
     single, multi = results.get("flax-scan x 1 seed, whole budget"), results.get("flax-scan x 8 seeds, whole budget")
     if single and multi:
         ratio = multi.wall_seconds / single.wall_seconds
@@ -177,12 +182,34 @@ def main(argv: list[str] | None = None) -> int:
             )
             + f", {compiled.timings.compile:.1f} s compiling"
         )
+
+
+def write_json(results: dict, path: pathlib.Path) -> None:
+    """The rows, with their timings and facts, as JSON."""
+    rows = [
+        {"name": name, **result.summary(), "timings": result.timings.as_dict(), "facts": result.facts}
+        for name, result in results.items()
+    ]
+    path.write_text(json.dumps(rows, indent=2))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The benchmark: flags, the runs in turn, the table and its notes."""
+    parser, args, total_steps = parse_args(argv)
+    prepare_host_devices()
+    base = DQNConfig.of(total_steps=total_steps, eval_every=args.eval_every, stop_when_solved=True, quiet=True)
+    if args.hidden_sizes:
+        base = base.replace(hidden_sizes=tuple(args.hidden_sizes))
+    oracle = evaluate_oracle()
+    results = train_runs(parser, args, base)
+    headers, table = results_table(results)
+    budget = f"preset {args.preset}, seed {args.seed}" if args.preset else f"budget {total_steps:,} env steps per seed"
+    print(f"\nDQN to solved ({budget}; {machine_line()})\n")
+    print(markdown_table(headers, table))
+    print(f"\noracle: greedy success {oracle.success_rate:.3f}, per-step reward {oracle.mean_step_reward:.3f}")
+    print_notes(results)
     if args.json:
-        rows = [
-            {"name": name, **result.summary(), "timings": result.timings.as_dict(), "facts": result.facts}
-            for name, result in results.items()
-        ]
-        args.json.write_text(json.dumps(rows, indent=2))
+        write_json(results, args.json)
     return 0
 
 

@@ -84,89 +84,125 @@ def random_actions(key: Any, num_envs: int, num_actions: int) -> Any:
     return (jax.random.bits(key, (num_envs,), dtype=jnp.uint32) % jnp.uint32(num_actions)).astype(jnp.int32)
 
 
-def scan_runner(name: str, num_envs: int) -> tuple[Callable[[Any], Any], Any, int]:
-    """A jitted ``scan(vmap(step))`` for one configuration: ``(run(key) -> carry, key, num_steps)``.
-
-    Over 60 lines: the three loop variants side by side, each a few lines, so that they diff cleanly.
-    """
+def _scan(body: Callable[[Any, None], tuple[Any, None]], carry: Any, num_steps: int) -> Any:
+    """The final carry of ``num_steps`` calls of ``body``."""
     import jax
-    import jax.numpy as jnp
+
+    return jax.lax.scan(body, carry, None, length=num_steps)[0]
+
+
+def _doors_key_per_env(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
+    """The pure API in ``scan(vmap(step))`` with a key split per env per step."""
+    import jax
 
     from doors_gym.jax import functional as F
 
-    num_steps = max(64, SCAN_ENV_STEPS // num_envs)
     params = F.DEFAULT_PARAMS
 
-    if name == "pure API scan(vmap(step)), key per env":
+    def run(key: Any) -> Any:
+        obs, state = jax.vmap(F.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
 
-        def run(key: Any) -> Any:
-            obs, state = jax.vmap(F.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+        def body(carry: Any, _: None) -> tuple[Any, None]:
+            obs, state, key = carry
+            key, action_key, step_key = jax.random.split(key, 3)
+            actions = random_actions(action_key, num_envs, 5)
+            obs, state, *_ = jax.vmap(F.step, in_axes=(0, 0, 0, None))(
+                jax.random.split(step_key, num_envs), state, actions, params
+            )
+            return (obs, state, key), None
 
-            def body(carry: Any, _: None) -> tuple[Any, None]:
-                obs, state, key = carry
-                key, action_key, step_key = jax.random.split(key, 3)
-                actions = random_actions(action_key, num_envs, 5)
-                obs, state, *_ = jax.vmap(F.step, in_axes=(0, 0, 0, None))(
-                    jax.random.split(step_key, num_envs), state, actions, params
-                )
-                return (obs, state, key), None
+        return _scan(body, (obs, state, key), num_steps)
 
-            return jax.lax.scan(body, (obs, state, key), None, length=num_steps)[0]
+    return run
 
-    elif name == "pure API scan(batch_step), one draw per batch":
 
-        def run(key: Any) -> Any:
-            obs, state = F.batch_reset(key, num_envs, params)
+def _doors_batch_step(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
+    """The pure API in ``scan(batch_step)``: one draw of starts for the whole batch."""
+    import jax
 
-            def body(carry: Any, _: None) -> tuple[Any, None]:
-                obs, state, key = carry
-                key, action_key, step_key = jax.random.split(key, 3)
-                actions = random_actions(action_key, num_envs, 5)
-                obs, state, *_ = F.batch_step(step_key, state, actions, params)
-                return (obs, state, key), None
+    from doors_gym.jax import functional as F
 
-            return jax.lax.scan(body, (obs, state, key), None, length=num_steps)[0]
+    params = F.DEFAULT_PARAMS
 
-    elif name == "NAVIX Empty-16x16 scan(vmap(step))":
-        import navix
+    def run(key: Any) -> Any:
+        obs, state = F.batch_reset(key, num_envs, params)
 
-        env = navix.make("Navix-Empty-16x16-v0")
-        num_actions = len(env.action_set)
+        def body(carry: Any, _: None) -> tuple[Any, None]:
+            obs, state, key = carry
+            key, action_key, step_key = jax.random.split(key, 3)
+            actions = random_actions(action_key, num_envs, 5)
+            obs, state, *_ = F.batch_step(step_key, state, actions, params)
+            return (obs, state, key), None
 
-        def run(key: Any) -> Any:
-            timestep = jax.vmap(env.reset)(jax.random.split(key, num_envs))
+        return _scan(body, (obs, state, key), num_steps)
 
-            def body(carry: Any, _: None) -> tuple[Any, None]:
-                timestep, key = carry
-                key, action_key = jax.random.split(key)
-                actions = random_actions(action_key, num_envs, num_actions)
-                return (jax.vmap(env.step)(timestep, actions), key), None
+    return run
 
-            return jax.lax.scan(body, (timestep, key), None, length=num_steps)[0]
 
-    elif name == "gymnax FourRooms scan(vmap(step))":
-        import gymnax
+def _navix_empty(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
+    """NAVIX ``Navix-Empty-16x16-v0`` in ``scan(vmap(step))``."""
+    import jax
+    import navix
 
-        env, env_params = gymnax.make("FourRooms-misc")
-        num_actions = env.num_actions
+    env = navix.make("Navix-Empty-16x16-v0")
+    num_actions = len(env.action_set)
 
-        def run(key: Any) -> Any:
-            obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), env_params)
+    def run(key: Any) -> Any:
+        timestep = jax.vmap(env.reset)(jax.random.split(key, num_envs))
 
-            def body(carry: Any, _: None) -> tuple[Any, None]:
-                obs, state, key = carry
-                key, action_key, step_key = jax.random.split(key, 3)
-                actions = random_actions(action_key, num_envs, num_actions)
-                obs, state, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-                    jax.random.split(step_key, num_envs), state, actions, env_params
-                )
-                return (obs, state, key), None
+        def body(carry: Any, _: None) -> tuple[Any, None]:
+            timestep, key = carry
+            key, action_key = jax.random.split(key)
+            actions = random_actions(action_key, num_envs, num_actions)
+            return (jax.vmap(env.step)(timestep, actions), key), None
 
-            return jax.lax.scan(body, (obs, state, key), None, length=num_steps)[0]
+        return _scan(body, (timestep, key), num_steps)
 
-    else:
+    return run
+
+
+def _gymnax_four_rooms(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
+    """gymnax ``FourRooms-misc`` in ``scan(vmap(step))``."""
+    import gymnax
+    import jax
+
+    env, env_params = gymnax.make("FourRooms-misc")
+    num_actions = env.num_actions
+
+    def run(key: Any) -> Any:
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), env_params)
+
+        def body(carry: Any, _: None) -> tuple[Any, None]:
+            obs, state, key = carry
+            key, action_key, step_key = jax.random.split(key, 3)
+            actions = random_actions(action_key, num_envs, num_actions)
+            obs, state, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                jax.random.split(step_key, num_envs), state, actions, env_params
+            )
+            return (obs, state, key), None
+
+        return _scan(body, (obs, state, key), num_steps)
+
+    return run
+
+
+SCAN_BUILDERS: dict[str, Callable[[int, int], Callable[[Any], Any]]] = {
+    "pure API scan(vmap(step)), key per env": _doors_key_per_env,
+    "pure API scan(batch_step), one draw per batch": _doors_batch_step,
+    "NAVIX Empty-16x16 scan(vmap(step))": _navix_empty,
+    "gymnax FourRooms scan(vmap(step))": _gymnax_four_rooms,
+}
+"""Each scan configuration's builder: ``builder(num_envs, num_steps) -> run(key) -> final carry``."""
+
+
+def scan_runner(name: str, num_envs: int) -> tuple[Callable[[Any], Any], Any, int]:
+    """A jitted ``scan(vmap(step))`` for one configuration: ``(run(key) -> carry, key, num_steps)``."""
+    import jax
+
+    if name not in SCAN_BUILDERS:
         raise ValueError(f"unknown scan configuration {name!r}")
-    del jnp
+    num_steps = max(64, SCAN_ENV_STEPS // num_envs)
+    run = SCAN_BUILDERS[name](num_envs, num_steps)
     return jax.jit(run), jax.random.key(0), num_steps
 
 
@@ -224,9 +260,8 @@ def level_sweep(names: list[str], sizes: tuple[int, ...], seconds: float, out_di
     return text
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The Figure 10 re-run, top to bottom: flags, every series timed in turn, the table, the plot and the verdicts
-    (over 60 lines: one report read in order, each step used once)."""
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[int, ...], float]:
+    """The flags, checked: ``(args, sizes, seconds per point)``."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES} and 0.3 s per point")
     parser.add_argument("--seconds", type=float, default=None, help="seconds per point (default 1.0, 0.3 with --quick)")
@@ -250,36 +285,48 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--seconds {seconds} is out of range: expected > 0")
     if not available("jax"):
         parser.error("JAX is not installed: pip install -e .[jax]")
-    if args.levels:
-        print(level_sweep(args.levels, sizes, seconds, args.out_dir))
-        return 0
+    return args, sizes, seconds
 
+
+def scan_names_to_time(no_anchors: bool) -> list[str]:
+    """The scan configurations to time: ours, then the anchors that are installed (unless ``no_anchors``)."""
     scan_names = ["pure API scan(vmap(step)), key per env", "pure API scan(batch_step), one draw per batch"]
-    if not args.no_anchors and available("navix"):
+    if not no_anchors and available("navix"):
         scan_names.append("NAVIX Empty-16x16 scan(vmap(step))")
-    if not args.no_anchors and available("gymnax"):
+    if not no_anchors and available("gymnax"):
         scan_names.append("gymnax FourRooms scan(vmap(step))")
+    return scan_names
 
+
+def gym_configs(num_envs: int) -> list[tuple[str, Callable[[], gym.vector.VectorEnv]]]:
+    """``(name, make)`` of every Gymnasium vector env timed at ``num_envs`` envs."""
+    configs: list[tuple[str, Callable[[], gym.vector.VectorEnv]]] = [
+        ("Doors-v0 sync", lambda: gym.make_vec("Doors-v0", num_envs, vectorization_mode="sync")),
+        ("Doors-v0 native NumPy vector", lambda: gym.make_vec("Doors-v0", num_envs)),
+        ("DoorsJax-v0 make_vec, Python loop", lambda: gym.make_vec("DoorsJax-v0", num_envs)),
+    ]
+    if num_envs <= MAX_ASYNC:
+        # forkserver: this process has JAX's threads running, and fork() under threads can deadlock.
+        configs.insert(
+            1,
+            (
+                "Doors-v0 async",
+                lambda: gym.make_vec(
+                    "Doors-v0", num_envs, vectorization_mode="async", vector_kwargs={"context": "forkserver"}
+                ),
+            ),
+        )
+    return configs
+
+
+def measure_all(
+    sizes: tuple[int, ...], seconds: float, scan_names: list[str]
+) -> tuple[list[Measurement], dict[tuple[str, int], float]]:
+    """Every series at every size in turn, printed as measured: ``(measurements, compile seconds)``."""
     results: list[Measurement] = []
     compile_seconds: dict[tuple[str, int], float] = {}
     for num_envs in sizes:
-        gym_configs: list[tuple[str, Callable[[], gym.vector.VectorEnv]]] = [
-            ("Doors-v0 sync", lambda: gym.make_vec("Doors-v0", num_envs, vectorization_mode="sync")),
-            ("Doors-v0 native NumPy vector", lambda: gym.make_vec("Doors-v0", num_envs)),
-            ("DoorsJax-v0 make_vec, Python loop", lambda: gym.make_vec("DoorsJax-v0", num_envs)),
-        ]
-        if num_envs <= MAX_ASYNC:
-            # forkserver: this process has JAX's threads running, and fork() under threads can deadlock.
-            gym_configs.insert(
-                1,
-                (
-                    "Doors-v0 async",
-                    lambda: gym.make_vec(
-                        "Doors-v0", num_envs, vectorization_mode="async", vector_kwargs={"context": "forkserver"}
-                    ),
-                ),
-            )
-        for name, make in gym_configs:
+        for name, make in gym_configs(num_envs):
             steps, elapsed = gym_vector(make(), seconds)
             results.append(Measurement(name, num_envs, steps, elapsed))
             print(f"{name:58s} N={num_envs:5d} {human_rate(steps / elapsed):>8s} env-steps/s", flush=True)
@@ -291,7 +338,38 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:58s} N={num_envs:5d} {human_rate(steps / elapsed):>8s} env-steps/s (compile {compiled:.1f} s)",
                 flush=True,
             )
+    return results, compile_seconds
 
+
+def target_checks(rate: dict[tuple[str, int], float], sizes: tuple[int, ...], scan_names: list[str]) -> list[str]:
+    """One line per target: our scans at the largest size (alone and against the anchors), make_vec against sync."""
+    largest = max(sizes)
+    checks = []
+    for variant in scan_names[:2]:
+        if (variant, largest) not in rate:
+            continue
+        ours = rate[(variant, largest)]
+        line = f"{variant} at {largest} envs: {human_rate(ours)} env-steps/s (target >= 10M: {verdict(ours, 1e7)})"
+        for anchor, target in (("NAVIX Empty-16x16 scan(vmap(step))", 8.0), ("gymnax FourRooms scan(vmap(step))", 2.5)):
+            if (anchor, largest) in rate:
+                ratio = ours / rate[(anchor, largest)]
+                line += f"; {ratio:.1f}x {anchor.split()[0]} (target >= {target}x: {verdict(ratio, target)})"
+        checks.append(line)
+    if ("DoorsJax-v0 make_vec, Python loop", 1024) in rate:
+        ratio = rate[("DoorsJax-v0 make_vec, Python loop", 1024)] / rate[("Doors-v0 sync", 1024)]
+        checks.append(
+            f"make_vec DoorsJax-v0 / Doors-v0 sync at 1024: {ratio:.1f}x (target >= 10x: {verdict(ratio, 10)})"
+        )
+    return checks
+
+
+def report_text(
+    results: list[Measurement],
+    compile_seconds: dict[tuple[str, int], float],
+    sizes: tuple[int, ...],
+    scan_names: list[str],
+) -> str:
+    """The Markdown report: rates, wall times per 1,000 vector steps, the target checks and compile times."""
     names = list(dict.fromkeys(m.name for m in results))
     rate = {(m.name, m.num_envs): m.steps_per_second for m in results}
     headers = ["method"] + [f"N={n}" for n in sizes]
@@ -311,41 +389,39 @@ def main(argv: list[str] | None = None) -> int:
         markdown_table(headers, wall_rows),
         "",
     ]
-    largest = max(sizes)
-    checks = []
-    for variant in scan_names[:2]:
-        if (variant, largest) not in rate:
-            continue
-        ours = rate[(variant, largest)]
-        line = f"{variant} at {largest} envs: {human_rate(ours)} env-steps/s (target >= 10M: {verdict(ours, 1e7)})"
-        for anchor, target in (("NAVIX Empty-16x16 scan(vmap(step))", 8.0), ("gymnax FourRooms scan(vmap(step))", 2.5)):
-            if (anchor, largest) in rate:
-                ratio = ours / rate[(anchor, largest)]
-                line += f"; {ratio:.1f}x {anchor.split()[0]} (target >= {target}x: {verdict(ratio, target)})"
-        checks.append(line)
-    if ("DoorsJax-v0 make_vec, Python loop", 1024) in rate:
-        ratio = rate[("DoorsJax-v0 make_vec, Python loop", 1024)] / rate[("Doors-v0 sync", 1024)]
-        checks.append(
-            f"make_vec DoorsJax-v0 / Doors-v0 sync at 1024: {ratio:.1f}x (target >= 10x: {verdict(ratio, 10)})"
-        )
-    lines += [f"- {check}" for check in checks]
+    lines += [f"- {check}" for check in target_checks(rate, sizes, scan_names)]
     lines += [
         "",
         "Compile times (s): " + ", ".join(f"{name} N={n}: {s:.1f}" for (name, n), s in compile_seconds.items()),
     ]
-    report = "\n".join(lines)
-    print()
-    print(report)
+    return "\n".join(lines)
 
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "figure10.md").write_text(report + "\n")
-    with open(args.out_dir / "figure10.csv", "w", newline="") as handle:
+
+def write_files(report: str, results: list[Measurement], out_dir: pathlib.Path) -> None:
+    """``figure10.md``, ``figure10.csv`` and ``figure10.png`` in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "figure10.md").write_text(report + "\n")
+    with open(out_dir / "figure10.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["method", "num_envs", "env_steps", "seconds", "env_steps_per_second"])
         for m in results:
             writer.writerow([m.name, m.num_envs, m.env_steps, f"{m.seconds:.4f}", f"{m.steps_per_second:.1f}"])
-    plot(results, args.out_dir / "figure10.png")
-    print(f"\nwrote {args.out_dir / 'figure10.md'}, figure10.csv and figure10.png")
+    plot(results, out_dir / "figure10.png")
+    print(f"\nwrote {out_dir / 'figure10.md'}, figure10.csv and figure10.png")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The Figure 10 re-run: flags, every series timed in turn, the table, the plot and the verdicts."""
+    args, sizes, seconds = parse_args(argv)
+    if args.levels:
+        print(level_sweep(args.levels, sizes, seconds, args.out_dir))
+        return 0
+    scan_names = scan_names_to_time(args.no_anchors)
+    results, compile_seconds = measure_all(sizes, seconds, scan_names)
+    report = report_text(results, compile_seconds, sizes, scan_names)
+    print()
+    print(report)
+    write_files(report, results, args.out_dir)
     return 0
 
 

@@ -57,21 +57,25 @@ def all_round(candidates: dict, arms: list[str], means: dict[tuple[str, str], fl
         means[(arm, cand)] for arm in arms)))  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The matrix, top to bottom: flags, every arm with every candidate in turn, the table and the presets written
-    (over 60 lines: one report read in order, each step used once)."""
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The flags."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="tuning seeds (default 0 1 2)")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS), help="arms (rows and candidates)")
     parser.add_argument("--write", action="store_true", help="make each arm's preset its best candidate")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS / "matrix", help="files' path stem")
-    args = parser.parse_args(argv)
-    prepare_host_devices()
-    candidates = {name: load_preset("tuned", name) for name in args.arms}
-    scores: dict[tuple[str, str], list[float]] = {(arm, cand): [] for arm in args.arms for cand in candidates}
+    return parser.parse_args(argv)
+
+
+def train_matrix(
+    candidates: dict, arms: list[str], seeds: list[int]
+) -> tuple[dict[tuple[str, str], list[float]], dict[tuple[str, str], list[bool]]]:
+    """Every arm trained with every candidate on every seed, alternating (seed, arm, candidate):
+    ``(scores, solved)`` by ``(arm, candidate)``, one entry per seed."""
+    scores: dict[tuple[str, str], list[float]] = {(arm, cand): [] for arm in arms for cand in candidates}
     solved: dict[tuple[str, str], list[bool]] = {key: [] for key in scores}
-    for seed in args.seeds:
-        for arm_name in args.arms:
+    for seed in seeds:
+        for arm_name in arms:
             arm = get_arm(arm_name)
             for candidate, preset in candidates.items():
                 config = arm.configure(preset.config().replace(seed=seed, quiet=True, profile=False))
@@ -82,9 +86,18 @@ def main(argv: list[str] | None = None) -> int:
                     math.isfinite(seconds_to_solved(result.history, config.run.hold_out_steps))
                 )
                 print(f"seed {seed} {arm_name} x {candidate}'s preset: {score:.1f} s", flush=True)
-    means = {key: statistics.mean(values) for key, values in scores.items()}
-    best = {arm: min(candidates, key=lambda cand, arm=arm: means[(arm, cand)]) for arm in args.arms}
-    shared = all_round(candidates, args.arms, means)
+    return scores, solved
+
+
+def matrix_report(
+    args: argparse.Namespace,
+    candidates: dict,
+    means: dict[tuple[str, str], float],
+    solved: dict[tuple[str, str], list[bool]],
+    best: dict[str, str],
+    shared: str,
+) -> str:
+    """The Markdown report: the matrix of mean scores (each row's best in bold) and the shared preset."""
     header = ["arm \\ preset of", *candidates, "best"]
     rows = []
     for arm in args.arms:
@@ -93,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             text = f"{means[(arm, cand)]:.1f} ({sum(solved[(arm, cand)])}/{len(args.seeds)})"
             cells.append(f"**{text}**" if cand == best[arm] else text)
         rows.append([arm, *cells, best[arm]])
-    text = "\n".join(
+    return "\n".join(
         [
             f"# `python benchmarks/preset_matrix.py{' --write' if args.write else ''}`",
             "",
@@ -108,6 +121,18 @@ def main(argv: list[str] | None = None) -> int:
             "",
         ]
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The matrix: flags, every arm with every candidate in turn, the table and the presets written."""
+    args = parse_args(argv)
+    prepare_host_devices()
+    candidates = {name: load_preset("tuned", name) for name in args.arms}
+    scores, solved = train_matrix(candidates, args.arms, args.seeds)
+    means = {key: statistics.mean(values) for key, values in scores.items()}
+    best = {arm: min(candidates, key=lambda cand, arm=arm: means[(arm, cand)]) for arm in args.arms}
+    shared = all_round(candidates, args.arms, means)
+    text = matrix_report(args, candidates, means, solved, best, shared)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(text)
     payload = {
