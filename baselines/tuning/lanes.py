@@ -23,7 +23,6 @@ from .. import tracking
 from ..arm import ArmProtocol
 from ..config import Config, make_config
 from ..metrics import HistoryRow, solved_since
-from ..scan_lanes import PER_LANE
 from .objective import record_result, trial_tags
 from .options import TuneOptions
 from .scores import objective_score
@@ -62,6 +61,8 @@ def fail_stale(study: Any) -> None:
 
 def program_coordinates(space: Space) -> list[str]:
     """The coordinates of ``space`` every lane of a program shares (those that set no per-lane hyperparameter)."""
+    from ..scan_lanes import PER_LANE  # JAX loads when lanes are used, not when `tune` is imported
+
     return [coordinate.name for coordinate in space if coordinate.target not in PER_LANE]
 
 

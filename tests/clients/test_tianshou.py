@@ -99,7 +99,9 @@ def main(log_dir: pathlib.Path) -> tuple[float, float, float]:
 @pytest.mark.filterwarnings("ignore:Single environment detected")
 def test_tianshou_dqn_example_learns_on_the_flat_id(tmp_path):
     untrained, best, watched = main(tmp_path / "log" / "dqn")
-    # A step's reward is the distance it gains on the goal: 10 test episodes' mean return, before and after.
-    assert best > untrained + 3.0
+    # A step's reward is the distance it gains on the goal: 10 test episodes' mean return, before and after. The
+    # example seeds nothing, so an untrained net's return varies a lot (-0.7 to 7.8 seen); 8 is more than walking
+    # straight up from the bottom row to the wall gains (at most 7 rows), so it means crossing the wall.
+    assert best > max(untrained + 1.0, 8.0)
     assert math.isfinite(watched)  # the watched episode, in human mode without a display, ran to its end
     assert any(path.name.startswith("events.out.tfevents") for path in (tmp_path / "log" / "dqn").iterdir())
