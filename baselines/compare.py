@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import pathlib
 import sys
 import time
@@ -39,7 +40,7 @@ from . import reporting, tracking
 from .arm import ArmProtocol
 from .arms import ARMS, get_arm
 from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, field, level_run
-from .metrics import TrainResult, seconds_to_first_window, seconds_to_solved
+from .metrics import TrainResult, first_window, solved_since
 from .presets import (
     RUN_FIELDS,
     SHARED,
@@ -273,15 +274,17 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[reporting.SeedR
         )
         hold_out = result.config.run.hold_out_steps
         if len(seeds) == 1:
-            solved_at = seconds_to_solved(result.history, hold_out, seed=index)
+            solved_row = solved_since(result.history, hold_out, seed=index)
         else:  # where its own run would have stopped (the run goes on until every seed is solved)
-            solved_at = seconds_to_first_window(result.history, hold_out, index) / len(seeds)
+            solved_row = first_window(result.history, hold_out, index)
+        solved_at = math.nan if solved_row is None else solved_row.seconds / len(seeds)
         final = result.history[-1].per_seed[index]
         runs.append(
             reporting.SeedRun(
                 seed=seed,
                 wall_seconds=result.wall_seconds / len(seeds),
                 seconds_to_solved=solved_at,
+                steps_to_solved=math.nan if solved_row is None else float(solved_row.step),
                 rolling_reward=final.rolling_reward,
                 greedy_success_rate=final.greedy_success_rate,
                 greedy_normalised_return=final.greedy_normalised_return,

@@ -26,7 +26,8 @@ from doors_gym.levels import LEVEL_NAMES, get_level
 
 from . import tracking
 from .arms import ARMS
-from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, compare
+from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, compare, load_cached
+from .compare import plan as plan_comparison
 from .config import RunSettings, check_at_least, check_choice, field
 from .presets import SHARED
 
@@ -51,6 +52,11 @@ class LadderOptions:
     experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
     models: bool = field(False, "log the trained models to MLflow")
     fresh: bool = field(False, "retrain every run instead of reusing finished ones")
+    report_only: bool = field(
+        False,
+        "train nothing: write the table and the plot from the runs finished under --out (an arm with a missing "
+        "seed at a level is left out of that level)",
+    )
 
     def __post_init__(self) -> None:
         if not self.levels:
@@ -94,6 +100,9 @@ class LadderRow:
     seconds_to_solved_iqm: float
     seconds_to_solved_low: float
     seconds_to_solved_high: float
+    steps_to_solved_iqm: float
+    steps_to_solved_low: float
+    steps_to_solved_high: float
     greedy_step_reward: float
     oracle_step_reward: float
     env_steps_per_second: float
@@ -110,7 +119,7 @@ def ladder_rows(level: str, rows: Sequence[Any], oracle: dict[str, float]) -> li
     """The ladder's rows of one level's comparison (its ``reporting.Summary`` rows and oracle row)."""
     out = []
     for row in rows:
-        interval = row.intervals["seconds_to_solved"]
+        interval, steps = row.intervals["seconds_to_solved"], row.intervals["steps_to_solved"]
         out.append(
             LadderRow(
                 level=level,
@@ -121,6 +130,9 @@ def ladder_rows(level: str, rows: Sequence[Any], oracle: dict[str, float]) -> li
                 seconds_to_solved_iqm=interval.iqm,
                 seconds_to_solved_low=interval.low,
                 seconds_to_solved_high=interval.high,
+                steps_to_solved_iqm=steps.iqm,
+                steps_to_solved_low=steps.low,
+                steps_to_solved_high=steps.high,
                 greedy_step_reward=row.intervals["greedy_step_reward"].iqm,
                 oracle_step_reward=oracle["greedy_step_reward"],
                 env_steps_per_second=row.env_steps_per_second,
@@ -134,21 +146,27 @@ def ladder_rows(level: str, rows: Sequence[Any], oracle: dict[str, float]) -> li
 def markdown(rows: Sequence[LadderRow]) -> str:
     """The ladder's table (Markdown): one line per row and level."""
     lines = [
-        "| level | arm | solved | s to solved, IQM [95 % CI] | greedy / oracle step reward | env steps/s "
-        "| ms per update | wall s (all seeds) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| level | arm | solved | s to solved, IQM [95 % CI] | env steps to solved, IQM [95 % CI] "
+        "| greedy / oracle step reward | env steps/s | ms per update | wall s (all seeds) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
-        solved = (
-            f"{row.seconds_to_solved_iqm:.1f} [{row.seconds_to_solved_low:.1f}, {row.seconds_to_solved_high:.1f}]"
-            if math.isfinite(row.seconds_to_solved_iqm)
-            else "unsolved"
+        seconds = _interval(row.seconds_to_solved_iqm, row.seconds_to_solved_low, row.seconds_to_solved_high, ".1f")
+        steps = _interval(
+            row.steps_to_solved_iqm / 1e3, row.steps_to_solved_low / 1e3, row.steps_to_solved_high / 1e3, ",.0f", "k"
         )
         lines.append(
-            f"| {row.level} | {row.label} | {row.solved}/{row.seeds} | {solved} | {row.oracle_fraction:.0%} "
+            f"| {row.level} | {row.label} | {row.solved}/{row.seeds} | {seconds} | {steps} | {row.oracle_fraction:.0%} "
             f"| {row.env_steps_per_second:,.0f} | {row.ms_per_update:.2f} | {row.wall_seconds_total:.0f} |"
         )
     return "\n".join(lines)
+
+
+def _interval(iqm: float, low: float, high: float, spec: str, unit: str = "") -> str:
+    """``IQM [low, high]`` (an infinite bound as ∞), or ``unsolved`` where the IQM is infinite."""
+    if not math.isfinite(iqm):
+        return "unsolved"
+    return f"{iqm:{spec}}{unit} [{low:{spec}}{unit}, " + (f"{high:{spec}}{unit}]" if math.isfinite(high) else "∞]")
 
 
 def write_csv(rows: Sequence[LadderRow], path: pathlib.Path) -> None:
@@ -162,30 +180,41 @@ def write_csv(rows: Sequence[LadderRow], path: pathlib.Path) -> None:
 
 
 def plot(rows: Sequence[LadderRow], levels: Sequence[str], path: pathlib.Path) -> None:
-    """``ladder.png``: time to solved (IQM, 95 % CI; an open marker at the top where unsolved), env steps per
-    second and ms per update against the level, one line per row, log axes."""
+    """``ladder.png``: wall time and env steps to solved (IQM, 95 % CI; a cross at the top where unsolved), env
+    steps per second and ms per update against the level, one line per row, log axes."""
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(15, 4.5))
-    axes = figure.subplots(1, 3)
+    figure = Figure(figsize=(19, 4.5))
+    axes = figure.subplots(1, 4)
     keys = list(dict.fromkeys(row.key for row in rows))
     positions = {level: index for index, level in enumerate(levels)}
-    ceiling = max([row.wall_seconds_total for row in rows] + [1.0])
+    ceilings = (
+        max([row.wall_seconds_total for row in rows] + [1.0]),
+        max([row.steps_to_solved_high for row in rows if math.isfinite(row.steps_to_solved_high)] + [1.0]) * 2,
+    )
     for key in keys:
         mine = [row for row in rows if row.key == key]
         x = [positions[row.level] for row in mine]
-        solved = [row for row in mine if math.isfinite(row.seconds_to_solved_iqm)]
-        solved_x = [positions[row.level] for row in solved]
-        solved_y = [row.seconds_to_solved_iqm for row in solved]
-        line = axes[0].plot(solved_x, solved_y, "o-", label=mine[0].label)[0]
-        low = [row.seconds_to_solved_iqm - row.seconds_to_solved_low for row in solved]
-        high = [_finite(row.seconds_to_solved_high, ceiling) - row.seconds_to_solved_iqm for row in solved]
-        axes[0].errorbar(solved_x, solved_y, yerr=[low, high], fmt="none", color=line.get_color(), capsize=3)
-        unsolved = [positions[row.level] for row in mine if not math.isfinite(row.seconds_to_solved_iqm)]
-        axes[0].plot(unsolved, [ceiling] * len(unsolved), "x", color=line.get_color(), markersize=9)
-        axes[1].plot(x, [row.env_steps_per_second for row in mine], "o-", color=line.get_color())
-        axes[2].plot(x, [row.ms_per_update for row in mine], "o-", color=line.get_color())
-    titles = ("wall s to solved (x: unsolved in the budget)", "env steps per second", "ms per update")
+        color = None
+        for axis, name, ceiling in zip(axes, ("seconds_to_solved", "steps_to_solved"), ceilings):
+            solved = [row for row in mine if math.isfinite(getattr(row, f"{name}_iqm"))]
+            solved_x = [positions[row.level] for row in solved]
+            solved_y = [getattr(row, f"{name}_iqm") for row in solved]
+            line = axis.plot(solved_x, solved_y, "o-", label=mine[0].label, color=color)[0]
+            color = line.get_color()
+            low = [y - getattr(row, f"{name}_low") for row, y in zip(solved, solved_y)]
+            high = [_finite(getattr(row, f"{name}_high"), ceiling) - y for row, y in zip(solved, solved_y)]
+            axis.errorbar(solved_x, solved_y, yerr=[low, high], fmt="none", color=color, capsize=3)
+            unsolved = [positions[row.level] for row in mine if not math.isfinite(getattr(row, f"{name}_iqm"))]
+            axis.plot(unsolved, [ceiling] * len(unsolved), "x", color=color, markersize=9)
+        axes[2].plot(x, [row.env_steps_per_second for row in mine], "o-", color=color)
+        axes[3].plot(x, [row.ms_per_update for row in mine], "o-", color=color)
+    titles = (
+        "wall s to solved (x: unsolved in the budget)",
+        "env steps to solved (x: unsolved)",
+        "env steps per second",
+        "ms per update",
+    )
     for axis, title in zip(axes, titles):
         axis.set_yscale("log")
         axis.set_xticks(range(len(levels)), levels)
@@ -215,9 +244,29 @@ def ladder(options: LadderOptions, run: RunSettings | None = None) -> LadderOutc
     rows: list[LadderRow] = []
     for level_options in plan(options):
         print(f"== level {level_options.level} ({get_level(level_options.level).env_id} and its JAX twin)", flush=True)
-        outcome = compare(level_options, run)
-        rows.extend(ladder_rows(level_options.level, outcome.rows, outcome.oracle))
+        if options.report_only:
+            summaries, oracle = finished(level_options, run)
+        else:
+            outcome = compare(level_options, run)
+            summaries, oracle = outcome.rows, outcome.oracle
+        rows.extend(ladder_rows(level_options.level, summaries, oracle))
     return write_ladder(rows, [level.level for level in plan(options)], pathlib.Path(options.out))
+
+
+def finished(options: CompareOptions, run: RunSettings | None = None) -> tuple[list[Any], dict[str, float]]:
+    """The summary rows of a level's comparison from its finished runs only (a row with a run missing or made
+    with other settings is left out and named), and the oracle's row at the level."""
+    from . import reporting
+
+    planned = plan_comparison(options, run)
+    results = []
+    for row in planned.rows:
+        made = [load_cached(each) for each in row.runs]
+        if any(each is None for each in made):
+            print(f"  {row.row.key}: not run at this level with these settings (left out)", flush=True)
+            continue
+        results.append(dataclasses.replace(row.row, seeds=tuple(seed for each in made for seed in each.seeds)))
+    return reporting.summarise_all(results), reporting.oracle_row(planned.base.params)
 
 
 def write_ladder(rows: list[LadderRow], levels: Sequence[str], out: pathlib.Path) -> LadderOutcome:

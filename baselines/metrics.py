@@ -123,8 +123,8 @@ def seconds_to_solved(history: Sequence[HistoryRow], hold_out_steps: int = 0, se
     return math.nan if row is None else row.seconds
 
 
-def seconds_to_first_window(history: Sequence[HistoryRow], hold_out_steps: int, seed: int) -> float:
-    """Wall seconds at the start of ``seed``'s first solved streak spanning ``hold_out_steps``; NaN if none.
+def first_window(history: Sequence[HistoryRow], hold_out_steps: int, seed: int) -> HistoryRow | None:
+    """The row that starts ``seed``'s first solved streak spanning ``hold_out_steps``, or None.
 
     Where a run of that seed alone, stopping when solved, would have stopped: the time to solved of a seed
     trained together with others, which keeps training (and may waver) until every seed is solved.
@@ -136,8 +136,14 @@ def seconds_to_first_window(history: Sequence[HistoryRow], hold_out_steps: int, 
             continue
         start = start or row
         if row.step - start.step >= hold_out_steps:
-            return start.seconds
-    return math.nan
+            return start
+    return None
+
+
+def seconds_to_first_window(history: Sequence[HistoryRow], hold_out_steps: int, seed: int) -> float:
+    """Wall seconds at :func:`first_window`'s row; NaN if none."""
+    row = first_window(history, hold_out_steps, seed)
+    return math.nan if row is None else row.seconds
 
 
 METRIC_NAMES = tuple(spec.name for spec in dataclasses.fields(HistoryRow) if spec.name not in ("step", "per_seed"))

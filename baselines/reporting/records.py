@@ -61,6 +61,8 @@ class SeedRun:
     """Env steps of this seed."""
     solved_reward: float = SOLVED_ROLLING_REWARD
     """The rolling reward of "Solved" at the run's layout (``metrics.solved_reward``)."""
+    steps_to_solved: float = math.nan
+    """This seed's env steps at the evaluation of :attr:`seconds_to_solved` (NaN if unsolved)."""
 
     @property
     def solved(self) -> bool:
@@ -193,7 +195,11 @@ def summarise(runs: ArmRuns) -> Summary:
     seeds = runs.seeds
     all_times = np.array([seed.seconds_to_solved for seed in seeds], dtype=float)
     solved_times = all_times[np.isfinite(all_times)]
-    intervals = {"seconds_to_solved": iqm_interval(np.where(np.isnan(all_times), math.inf, all_times))}
+    all_steps = np.array([seed.steps_to_solved for seed in seeds], dtype=float)
+    intervals = {
+        "seconds_to_solved": iqm_interval(np.where(np.isnan(all_times), math.inf, all_times)),
+        "steps_to_solved": iqm_interval(np.where(np.isnan(all_steps), math.inf, all_steps)),
+    }
     intervals.update({name: iqm_interval([getattr(seed, name) for seed in seeds]) for name in INTERVAL_FIGURES})
     wall = sum(seed.wall_seconds for seed in seeds)
     return Summary(

@@ -20,8 +20,10 @@ import platform
 import textwrap
 from collections.abc import Sequence
 
+from doors_gym.levels import STUDY
+
 from ..arms import REFERENCE_ARM
-from ..config import Config
+from ..config import Config, level_of
 from ..evaluation import describe_evaluation
 from ..metrics import PHASES, SOLVED_SUCCESS, solved_reward
 from .records import FIGURES, INTERVAL_FIGURES, ArmRuns, Summary, published_arms
@@ -52,24 +54,7 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: Config
         f"| oracle (shortest paths) | - | - | - | - | - | {oracle['greedy_success_rate']:.3f} "
         f"| {oracle['greedy_step_reward']:.3f} | {oracle['rolling_reward']:.3f} | - | - |"
     )
-    published = [
-        "",
-        "The study's Table 2 (published; one seed each, tuned with 40 Optuna trials, on an RTX 5060 Ti GPU):",
-        "",
-        "| study arm | rolling reward | wall time | speed-up | ours, same stack: rolling reward "
-        "| ours: wall s per seed |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    ours = {row.key: row for row in rows}
-    reference_seconds = REFERENCE_ARM.study.wall_seconds
-    for arm in published_arms():
-        mine = ours.get(arm.name)
-        published.append(
-            f"| {arm.study.label} | {arm.study.rolling_reward:.2f} | {arm.study.wall_seconds / 60:.1f} min "
-            f"| {reference_seconds / arm.study.wall_seconds:.1f}x "
-            f"| {format(mine.rolling_reward, '.3f') if mine else '-'} "
-            f"| {format(mine.wall_seconds, '.1f') if mine else '-'} |"
-        )
+    published = published_table(rows) if is_study_layout(config) else []
     settings = (
         f"Figures: interquartile mean over seeds [95 % percentile bootstrap CI]; greedy figures over "
         f"{describe_evaluation(config.params)}, rolling reward over the last {config.run.rolling_episodes} "
@@ -92,6 +77,35 @@ def markdown_table(rows: list[Summary], oracle: dict[str, float], config: Config
         breakdown_table(rows),
     ]
     return "\n".join([*lines, "", settings, "", machine, *published, *breakdown, ""])
+
+
+def is_study_layout(config: Config) -> bool:
+    """The run's layout is the study's (``Doors-v0``): the only level the study's Table 2 speaks of."""
+    level = level_of(config.params)
+    return level is not None and level.name == STUDY
+
+
+def published_table(rows: Sequence[Summary]) -> list[str]:
+    """The study's Table 2 beside our rows of the same stacks (Markdown lines, a blank one first)."""
+    lines = [
+        "",
+        "The study's Table 2 (published; one seed each, tuned with 40 Optuna trials, on an RTX 5060 Ti GPU):",
+        "",
+        "| study arm | rolling reward | wall time | speed-up | ours, same stack: rolling reward "
+        "| ours: wall s per seed |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    ours = {row.key: row for row in rows}
+    reference_seconds = REFERENCE_ARM.study.wall_seconds
+    for arm in published_arms():
+        mine = ours.get(arm.name)
+        lines.append(
+            f"| {arm.study.label} | {arm.study.rolling_reward:.2f} | {arm.study.wall_seconds / 60:.1f} min "
+            f"| {reference_seconds / arm.study.wall_seconds:.1f}x "
+            f"| {format(mine.rolling_reward, '.3f') if mine else '-'} "
+            f"| {format(mine.wall_seconds, '.1f') if mine else '-'} |"
+        )
+    return lines
 
 
 TERMINAL_WIDTH = 100
@@ -159,7 +173,7 @@ CSV_COLUMNS = (
     "wall_seconds_std",
     "seconds_to_solved_mean",
     *(f"{key}_{stat}" for key in FIGURES for stat in ("mean", "std")),
-    *(f"{key}_{stat}" for key in ("seconds_to_solved", *INTERVAL_FIGURES) for stat in ("iqm", "ci_low", "ci_high")),
+    *(f"{key}_{stat}" for key in ("seconds_to_solved", "steps_to_solved", *INTERVAL_FIGURES) for stat in ("iqm", "ci_low", "ci_high")),
     "budget",
     "speedup_vs_torch_numpy",
     "speedup_to_solved",

@@ -4,6 +4,8 @@ the ladder's plan and resume, on tiny budgets."""
 from __future__ import annotations
 
 import csv
+import dataclasses
+import math
 import pathlib
 
 import gymnasium as gym
@@ -119,6 +121,8 @@ def test_compare_at_a_level_runs_every_arm_on_its_backends_id(random_compare) ->
     assert {"torch-numpy", "torch-compile", "flax-numpy", "flax-jax", "flax-scan"} <= set(options.arms)
     assert all(int(row["env_steps"]) >= 1_024 for row in rows)
     assert outcome.oracle["greedy_success_rate"] == 1.0  # the oracle's row at the level, on its own evaluation
+    table = (pathlib.Path(options.out) / "compare.md").read_text()
+    assert "steps/s" in table and "Table 2" not in table  # the study's published table speaks of Doors-v0 only
 
 
 def test_compare_at_a_level_uses_the_levels_layout_preset_and_bar() -> None:
@@ -159,10 +163,22 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
     first = ladder.ladder(options, RunSettings(quiet=True))
     assert [(row.level, row.key) for row in first.rows] == [("study", "torch-numpy"), ("Random", "torch-numpy")]
     assert all(path.exists() for path in first.paths.values())
+    assert "env steps to solved" in first.table
+    with open(first.paths["csv"]) as handle:
+        written = list(csv.DictReader(handle))
+    assert {"steps_to_solved_iqm", "steps_to_solved_low", "steps_to_solved_high"} <= set(written[0])
+    assert [float(row["steps_to_solved_iqm"]) for row in written] == [row.steps_to_solved_iqm for row in first.rows]
     capsys.readouterr()
     again = ladder.ladder(options, RunSettings(quiet=True))
     assert capsys.readouterr().out.count("reusing") == 2
     assert [row.wall_seconds_total for row in again.rows] == [row.wall_seconds_total for row in first.rows]
+    # --report-only trains nothing: the finished runs make the table, an arm not run is left out and named.
+    reported = ladder.ladder(dataclasses.replace(options, arms=("torch-numpy", "flax-numpy"), report_only=True))
+    printed = capsys.readouterr().out
+    assert printed.count("flax-numpy: not run at this level") == 2 and "training" not in printed
+    assert [(row.level, row.key, row.wall_seconds_total) for row in reported.rows] == [
+        (row.level, row.key, row.wall_seconds_total) for row in first.rows
+    ]
 
 
 def test_the_torch_model_over_grids_reads_the_doors_as_the_loop_does() -> None:
@@ -179,3 +195,32 @@ def test_the_torch_model_over_grids_reads_the_doors_as_the_loop_does() -> None:
         from_grids = GridQNetwork(network, params)(torch.as_tensor(obs))
         from_cells = network(torch.as_tensor(cell_codes.encode(obs, params)))
     np.testing.assert_array_equal(from_grids.numpy(), from_cells.numpy())
+
+
+def test_the_ladder_table_gives_wall_time_and_env_steps_to_solved() -> None:
+    from doors_gym_baselines import ladder
+
+    solved = ladder.LadderRow(
+        level="Random",
+        key="flax-scan",
+        label="Flax + JAX env, one jitted scan",
+        seeds=3,
+        solved=3,
+        seconds_to_solved_iqm=12.5,
+        seconds_to_solved_low=11.0,
+        seconds_to_solved_high=14.3,
+        steps_to_solved_iqm=350_000.0,
+        steps_to_solved_low=300_000.0,
+        steps_to_solved_high=math.inf,
+        greedy_step_reward=0.7,
+        oracle_step_reward=0.75,
+        env_steps_per_second=30_000.0,
+        ms_per_update=0.5,
+        wall_seconds_total=40.0,
+    )
+    unsolved = dataclasses.replace(
+        solved, level="63x63", solved=0, seconds_to_solved_iqm=math.inf, steps_to_solved_iqm=math.inf
+    )
+    lines = ladder.markdown([solved, unsolved]).splitlines()
+    assert lines[2].split(" | ")[3:6] == ["12.5 [11.0, 14.3]", "350k [300k, ∞]", "93%"]
+    assert lines[3].split(" | ")[2:5] == ["0/3", "unsolved", "unsolved"]

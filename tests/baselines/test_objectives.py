@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -48,6 +49,27 @@ def test_a_seed_trained_with_others_is_solved_where_its_own_run_would_have_stopp
     assert seconds_to_first_window(rows, 0, seed=0) == 1.0
     assert math.isnan(seconds_to_first_window(rows, 20, seed=0))  # never solved for 20 steps on end
     assert seconds_to_solved(rows, 10) == 4.0  # solved to the end: only from 40
+
+
+def test_each_seed_reports_its_env_steps_to_solved_beside_its_seconds() -> None:
+    from types import SimpleNamespace
+
+    from doors_gym_baselines.compare import seed_runs
+    from doors_gym_baselines.metrics import Timings
+
+    alone = curve((10, 1.0, UNSOLVED), (20, 2.5, SOLVED), (30, 3.0, SOLVED))
+    config = DQNConfig.of(total_steps=30, eval_every=10, hold_out_steps=10)
+    result = SimpleNamespace(history=alone, config=config, wall_seconds=3.0, timings=Timings(), updates=6, env_steps=30)
+    (seed,) = seed_runs(result, [7])
+    assert (seed.seconds_to_solved, seed.steps_to_solved) == (2.5, 20.0)
+    # Two seeds in one run: the second solved from step 10 and held; its seconds are shared by the two seeds.
+    held = SeedFigures(1, *SOLVED[:1], 0.7, 0.9, SOLVED[1])
+    together = [dataclasses.replace(row, per_seed=(row.per_seed[0], held)) for row in alone]
+    first, second = seed_runs(SimpleNamespace(**{**result.__dict__, "history": together}), [7, 8])
+    assert (second.seconds_to_solved, second.steps_to_solved) == (0.5, 10.0)
+    assert (first.seconds_to_solved, first.steps_to_solved) == (1.25, 20.0)
+    unsolved = seed_runs(SimpleNamespace(**{**result.__dict__, "history": alone[:1]}), [7])[0]
+    assert math.isnan(unsolved.seconds_to_solved) and math.isnan(unsolved.steps_to_solved)
 
 
 def test_time_to_solved_score_counts_compile_time_and_penalises_unsolved_runs() -> None:
