@@ -37,6 +37,7 @@ from .dqn_flax import (
 from .dqn_flax import load_model as load_model
 from .harness import Reporter
 from .harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample
+from .harness.replay import min_episode_steps
 from .metrics import TrainResult
 from .runtime import jax_compilation_cache
 from .scan_lanes import LaneHyper, lane_epsilon, lane_optimizer
@@ -152,6 +153,7 @@ def make_init(
     """
     num_envs = config.hyperparameters.num_envs
     capacity, window = config.hyperparameters.buffer_size, config.run.rolling_episodes
+    shortest = min_episode_steps(config.params)
 
     def init(key: jax.Array) -> Runner:
         network_key, env_key, loop_key = jax.random.split(key, 3)
@@ -168,7 +170,8 @@ def make_init(
             jnp.zeros(window),
             jnp.int32(0),
         )
-        return Runner(learner, env_state, empty_buffer(env_state, capacity), episodes, loop_key, jnp.bool_(False))
+        buffer = empty_buffer(env_state, capacity, min_episode_steps=shortest)
+        return Runner(learner, env_state, buffer, episodes, loop_key, jnp.bool_(False))
 
     return init
 

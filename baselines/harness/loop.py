@@ -27,7 +27,7 @@ from ..evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_ro
 from ..metrics import HistoryRow, TrainResult, solved_reward
 from .learner import Learner
 from .progress import Progress
-from .replay import ReplayBuffer
+from .replay import ReplayBuffer, min_episode_steps
 from .result import finish
 from .schedule import EvaluationSchedule, Reporter, prune
 
@@ -84,7 +84,10 @@ class Rollout:
         self.num_envs = hyper.num_envs
         self.envs = make_envs(config)
         self.params = config.params
-        self.buffer = ReplayBuffer(hyper.buffer_size, seed=run.seed, doors=cell_codes.door_count(self.params))
+        doors = cell_codes.door_count(self.params)
+        self.buffer = ReplayBuffer(
+            hyper.buffer_size, run.seed, doors, num_envs=self.num_envs, min_episode_steps=min_episode_steps(self.params)
+        )
         self.tracker = EpisodeTracker(self.num_envs, run.rolling_episodes)
         self.rng = np.random.default_rng(run.seed)
         obs, info = self.envs.reset(seed=run.seed)
@@ -115,7 +118,8 @@ class Rollout:
         """
         next_cells = cell_codes.encode(next_obs, self.params)  # once per observation: acting and the buffer share them
         valid = ~self.previous_done
-        self.buffer.add(self.cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid])
+        envs = np.flatnonzero(valid)
+        self.buffer.add(self.cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid], envs)
         finished = self.tracker.record(rewards, terminated, truncated, valid)
         self.tracker.start(self.previous_done, info["distance"])
         self.previous_done = terminated | truncated

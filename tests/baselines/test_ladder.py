@@ -17,7 +17,7 @@ from stacks import needs
 from doors_gym.core import DoorsParams
 from doors_gym.levels import LEVELS, get_level
 from doors_gym_baselines import cells as cell_codes
-from doors_gym_baselines.harness.replay import ReplayBuffer
+from doors_gym_baselines.harness.replay import ReplayBuffer, min_episode_steps
 
 
 @pytest.mark.parametrize("level", LEVELS, ids=lambda level: level.name)
@@ -52,15 +52,20 @@ def test_the_first_layer_adds_the_rows_of_the_one_hot_planes() -> None:
         np.testing.assert_allclose(network(torch.as_tensor(cells)), network.network[1:](hidden), atol=1e-5)
 
 
-def _bytes(params: DoorsParams) -> int:
-    return ReplayBuffer(8, seed=0, doors=cell_codes.door_count(params)).bytes_per_transition()
+def _host_buffer(params: DoorsParams, capacity: int = 8, num_envs: int = 4) -> ReplayBuffer:
+    doors = cell_codes.door_count(params)
+    return ReplayBuffer(capacity, 0, doors, num_envs=num_envs, min_episode_steps=min_episode_steps(params))
 
 
-def test_replay_bytes_per_transition_do_not_grow_with_the_grid() -> None:
+def test_replay_bytes_per_transition_are_the_same_at_every_level() -> None:
     small = DoorsParams(grid_size=(15, 15), n_walls=3, n_doors=3, doors="random")
-    assert _bytes(small) == _bytes(get_level("63x63").params())  # 225 cells or 3969: the same bytes
-    assert _bytes(get_level("study").params()) == 2 * 4 + 8 + 4 + 4  # two cells each side, action, reward, flag
-    buffer = ReplayBuffer(16, seed=0, doors=9)
+    per_level = {level.name: _host_buffer(level.params()).bytes_per_transition() for level in LEVELS}
+    # two cells each side, action, reward, flag, the layout's row: the doors are in the table, once per episode
+    assert set(per_level.values()) == {_host_buffer(small).bytes_per_transition()} == {2 * 4 + 8 + 4 + 4 + 4}
+    assert _host_buffer(get_level("study").params()).layout_bytes() == 0
+    big = _host_buffer(get_level("63x63").params(), capacity=1024, num_envs=16)
+    assert big.layout_bytes() == big.layouts.shape[0] * 9 * 2 > 0  # a row of 9 int16 door columns per episode
+    buffer = _host_buffer(small, capacity=16, num_envs=16)
     cells = np.arange(16 * 11, dtype=np.int16).reshape(16, 11) % 60
     buffer.add(cells, np.zeros(16, np.int64), np.zeros(16, np.float32), cells, np.zeros(16, np.float32))
     sampled, _, _, next_sampled, _ = buffer.sample(32)
@@ -68,24 +73,28 @@ def test_replay_bytes_per_transition_do_not_grow_with_the_grid() -> None:
     assert {tuple(row) for row in sampled} <= {tuple(row) for row in cells}
 
 
-def test_the_device_replay_stores_the_same_bytes_at_every_grid() -> None:
+def test_the_device_replay_stores_the_same_bytes_at_every_level() -> None:
     needs("jax")
     import jax
 
     from doors_gym.jax import functional as F
-    from doors_gym_baselines.harness.device_replay import cells_of_states, empty_buffer
+    from doors_gym_baselines.harness import device_replay
 
     def slot_bytes(params: DoorsParams) -> int:
         _, state = F.batch_reset(jax.random.key(0), 4, params)
-        buffer = empty_buffer(state, 8)
-        return sum(leaf.nbytes for leaf in jax.tree.leaves(buffer) if leaf.ndim) // 8
+        buffer = device_replay.empty_buffer(state, 8, min_episode_steps=min_episode_steps(params))
+        table = (buffer.layouts, buffer.layouts_taken, buffer.size)
+        assert device_replay.layout_bytes(buffer) == buffer.layouts.nbytes
+        every = sum(leaf.nbytes for leaf in jax.tree.leaves(buffer)) - sum(leaf.nbytes for leaf in table)
+        assert device_replay.bytes_per_transition(buffer) * 8 == every
+        return device_replay.bytes_per_transition(buffer)
 
     small = DoorsParams(grid_size=(15, 15), n_walls=3, n_doors=3, doors="random")
+    assert {slot_bytes(level.params()) for level in LEVELS} == {slot_bytes(small)} == {2 * 4 * 4 + 4 + 4 + 4 + 4}
     big = get_level("63x63").params()
-    assert slot_bytes(small) == slot_bytes(big)
     _, state = F.batch_reset(jax.random.key(1), 4, big)
     obs = np.asarray(jax.vmap(lambda one: F.observation(one, big))(state))
-    cells = np.asarray(cells_of_states(state, big.width))
+    cells = np.asarray(device_replay.cells_of_states(state, big.width))
     np.testing.assert_array_equal(cells, cell_codes.encode(obs, big))  # read off the state = read off the grid
     np.testing.assert_array_equal(cells[:, 2:], np.asarray(state.doors).reshape(4, -1))
 
