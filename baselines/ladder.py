@@ -54,8 +54,8 @@ class LadderOptions:
     fresh: bool = field(False, "retrain every run instead of reusing finished ones")
     report_only: bool = field(
         False,
-        "train nothing: write the table and the plot from the runs finished under --out (an arm with a missing "
-        "seed at a level is left out of that level)",
+        "train nothing: write the table and the plot from the runs finished under --out (a row counts the seeds "
+        "that finished; an arm with none at a level is left out of it)",
     )
 
     def __post_init__(self) -> None:
@@ -151,9 +151,12 @@ def markdown(rows: Sequence[LadderRow]) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
-        seconds = _interval(row.seconds_to_solved_iqm, row.seconds_to_solved_low, row.seconds_to_solved_high, ".1f")
+        seconds = _interval(
+            row.solved, row.seconds_to_solved_iqm, row.seconds_to_solved_low, row.seconds_to_solved_high, ".1f"
+        )
         steps = _interval(
-            row.steps_to_solved_iqm / 1e3, row.steps_to_solved_low / 1e3, row.steps_to_solved_high / 1e3, ",.0f", "k"
+            row.solved, row.steps_to_solved_iqm / 1e3, row.steps_to_solved_low / 1e3, row.steps_to_solved_high / 1e3,
+            ",.0f", "k",
         )
         lines.append(
             f"| {row.level} | {row.label} | {row.solved}/{row.seeds} | {seconds} | {steps} | {row.oracle_fraction:.0%} "
@@ -162,11 +165,13 @@ def markdown(rows: Sequence[LadderRow]) -> str:
     return "\n".join(lines)
 
 
-def _interval(iqm: float, low: float, high: float, spec: str, unit: str = "") -> str:
-    """``IQM [low, high]`` (an infinite bound as ∞), or ``unsolved`` where the IQM is infinite."""
-    if not math.isfinite(iqm):
+def _interval(solved: int, iqm: float, low: float, high: float, spec: str, unit: str = "") -> str:
+    """``IQM [low, high]``, an infinite value as ∞ (seeds not solved count as never), or ``unsolved`` where no
+    seed was."""
+    if not solved:
         return "unsolved"
-    return f"{iqm:{spec}}{unit} [{low:{spec}}{unit}, " + (f"{high:{spec}}{unit}]" if math.isfinite(high) else "∞]")
+    shown = [f"{value:{spec}}{unit}" if math.isfinite(value) else "∞" for value in (iqm, low, high)]
+    return f"{shown[0]} [{shown[1]}, {shown[2]}]"
 
 
 def write_csv(rows: Sequence[LadderRow], path: pathlib.Path) -> None:
@@ -192,8 +197,9 @@ def plot(rows: Sequence[LadderRow], levels: Sequence[str], path: pathlib.Path) -
         max([row.wall_seconds_total for row in rows] + [1.0]),
         max([row.steps_to_solved_high for row in rows if math.isfinite(row.steps_to_solved_high)] + [1.0]) * 2,
     )
-    for key in keys:
+    for index, key in enumerate(keys):
         mine = [row for row in rows if row.key == key]
+        nudge = 0.08 * (index - (len(keys) - 1) / 2)  # unsolved crosses side by side, not on top of each other
         x = [positions[row.level] for row in mine]
         color = None
         for axis, name, ceiling in zip(axes, ("seconds_to_solved", "steps_to_solved"), ceilings):
@@ -206,7 +212,7 @@ def plot(rows: Sequence[LadderRow], levels: Sequence[str], path: pathlib.Path) -
             high = [_finite(getattr(row, f"{name}_high"), ceiling) - y for row, y in zip(solved, solved_y)]
             axis.errorbar(solved_x, solved_y, yerr=[low, high], fmt="none", color=color, capsize=3)
             unsolved = [positions[row.level] for row in mine if not math.isfinite(getattr(row, f"{name}_iqm"))]
-            axis.plot(unsolved, [ceiling] * len(unsolved), "x", color=color, markersize=9)
+            axis.plot([x + nudge for x in unsolved], [ceiling] * len(unsolved), "x", color=color, markersize=9)
         axes[2].plot(x, [row.env_steps_per_second for row in mine], "o-", color=color)
         axes[3].plot(x, [row.ms_per_update for row in mine], "o-", color=color)
     titles = (
@@ -254,18 +260,20 @@ def ladder(options: LadderOptions, run: RunSettings | None = None) -> LadderOutc
 
 
 def finished(options: CompareOptions, run: RunSettings | None = None) -> tuple[list[Any], dict[str, float]]:
-    """The summary rows of a level's comparison from its finished runs only (a row with a run missing or made
-    with other settings is left out and named), and the oracle's row at the level."""
+    """The summary rows of a level's comparison from its finished runs only (made with the same settings), and
+    the oracle's row at the level. A row keeps the seeds that finished (its ``seeds`` says how many); a row
+    with none is left out; both are named."""
     from . import reporting
 
     planned = plan_comparison(options, run)
     results = []
     for row in planned.rows:
-        made = [load_cached(each) for each in row.runs]
-        if any(each is None for each in made):
-            print(f"  {row.row.key}: not run at this level with these settings (left out)", flush=True)
-            continue
-        results.append(dataclasses.replace(row.row, seeds=tuple(seed for each in made for seed in each.seeds)))
+        made = [each for each in map(load_cached, row.runs) if each is not None]
+        if len(made) < len(row.runs):
+            count = f"{len(made)} of {len(row.runs)} runs" if made else "not run"
+            print(f"  {row.row.key}: {count} at this level with these settings", flush=True)
+        if made:
+            results.append(dataclasses.replace(row.row, seeds=tuple(seed for each in made for seed in each.seeds)))
     return reporting.summarise_all(results), reporting.oracle_row(planned.base.params)
 
 

@@ -1,10 +1,11 @@
-"""The networks' input at every level: one-hot planes (dense) against the cells and door columns (rows added).
+"""The networks' input at every level: one-hot planes (dense MLP, small CNN) against the cells and door columns.
 
 An MLP whose first layer is linear over the one-hot agent, goal and wall planes computes the same functions as
 the baselines' network over the agent's and goal's cells and each wall's door columns: a one-hot plane selects
 rows of the weight, and the wall plane of a layout is every wall row's cells less its doors (a constant plus
 the door columns' rows). The two differ in cost, which this script prints per level: milliseconds per
-gradient update of the first layer's two forms (torch, CPU, the other layers the same), and the bytes a replay
+gradient update of the first layer's two forms (torch, CPU, the other layers the same), of a small CNN over
+the same planes (what a user reaching for a convolution would write: :func:`cnn_network`), and the bytes a replay
 buffer stores per transition for each input (the grid's int8 cells twice, or the cells and door columns). A
 second table (alone with ``--bytes-only``, no timing) gives both replay buffers' bytes per transition and
 their layout tables (the door columns, one row per episode) for a buffer of 1M transitions, at the level's
@@ -42,6 +43,19 @@ def dense_network(inputs: int, width: int) -> torch.nn.Module:
     )
 
 
+def cnn_network(height: int, width: int, hidden: int, channels: int = 16) -> torch.nn.Module:
+    """A small CNN over the agent, goal and wall planes (``(3, H, W)``): two 3x3 convolutions (the second of
+    stride 2), then the same two hidden layers as the MLPs."""
+    flat = channels * -(-height // 2) * -(-width // 2)
+    return torch.nn.Sequential(
+        torch.nn.Unflatten(1, (3, height, width)),
+        torch.nn.Conv2d(3, channels, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(channels, channels, 3, stride=2, padding=1), torch.nn.ReLU(),
+        torch.nn.Flatten(), torch.nn.Linear(flat, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 5),
+    )
+
+
 def ms_per_update(network: torch.nn.Module, batch: torch.Tensor, repeats: int) -> float:
     """Milliseconds of one Adam step on a squared loss of the Q-values of ``batch`` (median of ``repeats``)."""
     optimizer = torch.optim.Adam(network.parameters(), lr=1e-3)
@@ -73,12 +87,14 @@ def level_row(level, batch_size: int, width: int, repeats: int, rng: np.random.G
     sparse = QNetwork(params.num_cells, (width, width), door_offsets=cell_codes.door_offsets(params),
                       num_inputs=cell_codes.num_inputs(params) if doors else None)
     dense_ms = ms_per_update(dense_network(planes_in, width), dense_batch, repeats)
+    cnn_ms = ms_per_update(cnn_network(params.height, params.width, width), dense_batch, repeats)
     sparse_ms = ms_per_update(sparse, torch.as_tensor(cells), repeats)
     grid_bytes = 2 * params.num_cells + 8 + 4 + 4
     host = host_buffer(level)
     ours, million = host.bytes_per_transition(), host.bytes_per_transition() * MILLION + host.layout_bytes()
     return (
-        f"| {level.name} | {params.num_cells} | {cell_codes.input_width(params)} | {dense_ms:.2f} | {sparse_ms:.2f} "
+        f"| {level.name} | {params.num_cells} | {cell_codes.input_width(params)} | {dense_ms:.2f} | {cnn_ms:.2f} "
+        f"| {sparse_ms:.2f} "
         f"| {grid_bytes} | {ours} | {grid_bytes * MILLION / 2**20:,.0f} | {million / 2**20:,.1f} |"
     )
 
@@ -137,10 +153,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, hidden {args.width}x{args.width}")
     print(
-        "| level | H*W | ints per obs | dense one-hot ms/update | cells+doors ms/update | grid replay B/transition "
-        "| cells+doors B/transition | 1M grid MiB | 1M cells+doors MiB |"
+        "| level | H*W | ints per obs | dense one-hot ms/update | small CNN ms/update | cells+doors ms/update "
+        "| grid replay B/transition | cells+doors B/transition | 1M grid MiB | 1M cells+doors MiB |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rng = np.random.default_rng(0)
     for level in LEVELS:
         print(level_row(level, args.batch, args.width, args.repeats, rng), flush=True)

@@ -185,6 +185,7 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
     reported = ladder.ladder(dataclasses.replace(options, arms=("torch-numpy", "flax-numpy"), report_only=True))
     printed = capsys.readouterr().out
     assert printed.count("flax-numpy: not run at this level") == 2 and "training" not in printed
+    assert all(row.seeds == 1 for row in reported.rows)
     assert [(row.level, row.key, row.wall_seconds_total) for row in reported.rows] == [
         (row.level, row.key, row.wall_seconds_total) for row in first.rows
     ]
@@ -233,3 +234,7 @@ def test_the_ladder_table_gives_wall_time_and_env_steps_to_solved() -> None:
     lines = ladder.markdown([solved, unsolved]).splitlines()
     assert lines[2].split(" | ")[3:6] == ["12.5 [11.0, 14.3]", "350k [300k, ∞]", "93%"]
     assert lines[3].split(" | ")[2:5] == ["0/3", "unsolved", "unsolved"]
+    partly = dataclasses.replace(
+        unsolved, solved=2, seconds_to_solved_low=30.0, seconds_to_solved_high=math.inf, steps_to_solved_low=800_000.0
+    )
+    assert ladder.markdown([partly]).splitlines()[2].split(" | ")[3:5] == ["∞ [30.0, ∞]", "∞ [800k, ∞]"]
