@@ -216,8 +216,8 @@ def plot(rows: Sequence[LadderRow], levels: Sequence[str], path: pathlib.Path) -
         axes[2].plot(x, [row.env_steps_per_second for row in mine], "o-", color=color)
         axes[3].plot(x, [row.ms_per_update for row in mine], "o-", color=color)
     titles = (
-        "wall s to solved (x: unsolved in the budget)",
-        "env steps to solved (x: unsolved)",
+        "wall s to solved, IQM (x: ∞, seeds unsolved in the budget)",
+        "env steps to solved, IQM (x: ∞)",
         "env steps per second",
         "ms per update",
     )
