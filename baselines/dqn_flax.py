@@ -170,6 +170,13 @@ def jitted_network(network: QNetwork) -> tuple[Callable, Callable]:
     return jax.jit(lambda params, cells: network.apply(params, cells).argmax(axis=1)), jax.jit(network.apply)
 
 
+@functools.lru_cache(maxsize=16)
+def jitted_greedy_of_many(network: QNetwork) -> Callable:
+    """Greedy actions of many parameter sets of ``network`` at once, ``(params stacked, cells (sets, batch, ...))
+    -> (sets, batch)``, jitted once per network (it compiles once per number of sets)."""
+    return jax.jit(lambda params, cells: jax.vmap(network.apply)(params, cells).argmax(axis=-1))
+
+
 class FlaxPolicy:
     """A network and its parameters: greedy actions for batches of observations (compiled once per network)."""
 

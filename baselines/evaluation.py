@@ -81,19 +81,30 @@ def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams
     come from :data:`EVALUATION_SEED`, the same at every evaluation. Uses the native vector env, one env
     per episode; these episodes are never used for training.
     """
+    return evaluate_policies(act, params, 1)[0]
+
+
+def evaluate_policies(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams, policies: int) -> list[Evaluation]:
+    """:func:`evaluate_greedy` of ``policies`` policies at once, on the same episodes: one vector env of every
+    policy's episodes, policy after policy, and ``act`` maps its ``(policies * episodes, ...)`` observations to
+    their actions (each policy's rows by its own network). Each policy's figures are those
+    :func:`evaluate_greedy` gives it alone (each episode is stepped as alone; the sums run in the same order)."""
     limit = params.max_episode_steps or core.DEFAULT_MAX_EPISODE_STEPS
     if params.random_doors:
         envs = DoorsVectorEnv(EVALUATION_EPISODES, max_episode_steps=limit, **_layout_keywords(params))
         obs, info = envs.reset(seed=EVALUATION_SEED)
         start_distance = np.asarray(info["distance"], dtype=np.float64)
+        starts = envs.state()
     else:
         starts = all_start_states(params)
-        envs = DoorsVectorEnv(
-            len(starts.agent_col), max_episode_steps=limit, **_layout_keywords(params)
-        )
-        envs.reset(seed=0)
-        obs = envs.set_state(starts)
         start_distance = np.asarray(core.state_distance(starts), dtype=np.float64)
+        envs = None
+    episodes = len(start_distance)
+    if envs is None or policies > 1:
+        envs = DoorsVectorEnv(episodes * policies, max_episode_steps=limit, **_layout_keywords(params))
+        envs.reset(seed=0)
+        tiled = core.map_state(lambda field: np.tile(field, (policies,) + (1,) * (np.ndim(field) - 1)), starts)
+        obs = envs.set_state(tiled)
     returns = np.zeros(envs.num_envs)
     lengths = np.zeros(envs.num_envs, dtype=np.int64)
     success = np.zeros(envs.num_envs, dtype=bool)
@@ -104,13 +115,18 @@ def evaluate_greedy(act: Callable[[np.ndarray], np.ndarray], params: DoorsParams
         lengths[running] += 1
         success |= running & terminated
         running &= ~(terminated | truncated)
-    return Evaluation(
-        success_rate=float(success.mean()),
-        mean_step_reward=float(returns.sum() / lengths.sum()),
-        normalised_return=float(np.mean(returns / np.maximum(start_distance, 1e-6))),
-        mean_return=float(returns.mean()),
-        episodes=int(envs.num_envs),
-    )
+    evaluations = []
+    for mine in np.split(np.arange(envs.num_envs), policies):
+        evaluations.append(
+            Evaluation(
+                success_rate=float(success[mine].mean()),
+                mean_step_reward=float(returns[mine].sum() / lengths[mine].sum()),
+                normalised_return=float(np.mean(returns[mine] / np.maximum(start_distance, 1e-6))),
+                mean_return=float(returns[mine].mean()),
+                episodes=episodes,
+            )
+        )
+    return evaluations
 
 
 def _layout_keywords(params: DoorsParams) -> dict[str, Any]:

@@ -56,6 +56,8 @@ class SeedFigures:
     rolling_reward: float
     solved_reward: float = SOLVED_ROLLING_REWARD
     """The rolling reward of "Solved" at the run's layout (:func:`solved_reward`)."""
+    seconds: float = math.nan
+    """The seed's own clock where it is not the run's (a lane of a program of trials, :mod:`.scan_driver`), else NaN."""
 
     @property
     def solved(self) -> bool:

@@ -9,6 +9,8 @@ The algorithm it drives is ``make_train`` of :mod:`.dqn_flax_scan`.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -21,8 +23,9 @@ from doors_gym.core import DoorsParams
 
 from .api import Arm
 from .config import DQNConfig
-from .dqn_flax import FlaxPolicy, QNetwork
-from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
+from .cells import encode
+from .dqn_flax import FlaxPolicy, QNetwork, jitted_greedy_of_many
+from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, evaluate_policies, history_row
 from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
 from .metrics import HistoryRow, TrainResult, solved_reward, solved_since
 from .scan_lanes import lane_values, program_config
@@ -86,22 +89,26 @@ def compile_run(parts: Any, layout: SeedLayout, lanes: Any = None) -> tuple[Any,
     """
     from jax.sharding import NamedSharding, PartitionSpec
 
-    seeds, shared = PartitionSpec("seeds"), PartitionSpec()
-    mesh = layout.mesh
-    keys = jax.device_put(jax.vmap(jax.random.key)(jnp.asarray(layout.slot_seeds)), NamedSharding(mesh, seeds))
-
-    def per_device(function: Callable, in_specs: Any, out_specs: Any) -> Callable:
-        # The chunk's loss is per seed only once learning starts: no check that values vary along the mesh.
-        return jax.shard_map(function, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
-
-    init = jax.jit(per_device(jax.vmap(parts.init), seeds, seeds)).lower(keys).compile()
-    runner = init(keys)
+    seeds = PartitionSpec("seeds")
+    keys = jax.device_put(jax.vmap(jax.random.key)(jnp.asarray(layout.slot_seeds)), NamedSharding(layout.mesh, seeds))
+    init = jax.shard_map(jax.vmap(parts.init), mesh=layout.mesh, in_specs=seeds, out_specs=seeds, check_vma=False)
+    runner = jax.jit(init).lower(keys).compile()(keys)
     if lanes is not None:
         slots = layout.slot_indices
         runner = runner._replace(lane=jax.device_put(jax.tree.map(lambda values: values[slots], lanes), keys.sharding))
-    chunk_function = per_device(jax.vmap(parts.run_chunk, in_axes=(0, None)), (seeds, shared), (seeds, seeds))
-    lowered = jax.jit(chunk_function, donate_argnums=0).lower(runner, jnp.int32(0))
-    return runner, lowered.compile()
+    return runner, compile_chunk(parts, layout, runner)
+
+
+def compile_chunk(parts: Any, layout: SeedLayout, runner: Any) -> Callable:
+    """The chunk of ``parts`` traced and compiled for ``runner``'s seeds laid out as ``layout`` (``shard_map`` of
+    the ``vmap`` over one device's seeds; the runner is donated)."""
+    from jax.sharding import PartitionSpec
+
+    seeds, shared = PartitionSpec("seeds"), PartitionSpec()
+    function = jax.vmap(parts.run_chunk, in_axes=(0, None))
+    # The chunk's loss is per seed only once learning starts: no check that values vary along the mesh.
+    chunk = jax.shard_map(function, mesh=layout.mesh, in_specs=(seeds, shared), out_specs=(seeds, seeds), check_vma=False)
+    return jax.jit(chunk, donate_argnums=0).lower(runner, jnp.int32(0)).compile()
 
 
 def on_host(tree: Any, count: int) -> Any:
@@ -123,7 +130,8 @@ def train_seeds(
         config = program_config([arm.configure(lane) for lane in lane_configs])
         config = config.replace(num_seeds=len(lane_configs))
         lanes = Lanes([lane.run.seed for lane in lane_configs], lane_values(lane_configs))
-        seeds = CompiledSeeds(config, make_train(config, lanes=True), trial, start, lanes)
+        gather = bool(getattr(trial, "gather_lanes", False))
+        seeds = CompiledSeeds(config, make_train(config, lanes=True), trial, start, lanes, gather)
     else:
         config = arm.configure(config)
         seeds = CompiledSeeds(config, make_train(config), trial, start)
@@ -146,6 +154,7 @@ def train_seeds(
         seeds.freeze(getattr(trial, "stopped_lanes", ()))
         if seeds.frozen.all():  # every lane pruned, failed or solved
             break
+        seeds.gather(chunks_left=-(-(config.num_iterations - first) // per_chunk))
     progress.close()
     last = schedule.final(global_step)
     return seeds.result(arm, global_step, last, schedule.seconds, jax_cache)
@@ -163,18 +172,36 @@ class CompiledSeeds:
 
     Between chunks the host reads the losses (pruning on a non-finite one), evaluates the seeds'
     greedy policies and keeps the learning curve; ``scanning`` is the time spent in the chunks.
+
+    The program holds the seeds of ``active`` (all of them at first). With ``gather`` (lanes of a study) the live
+    lanes move into a smaller program once enough are frozen that the chunks it saves outweigh its compile
+    (:meth:`gather`); what the host reads of the seeds that left (their networks and episode figures) is
+    ``parked`` on the host. Each lane keeps its own clock (``clocks``): the program's compile, its share of every
+    chunk it trained in (the chunk's seconds over the seeds each device ran) and its own evaluations, the seconds
+    its trial would have taken as a run of its own.
     """
 
     def __init__(
-        self, config: DQNConfig, parts: Any, trial: Reporter | None, start: float, lanes: Lanes | None = None
+        self,
+        config: DQNConfig,
+        parts: Any,
+        trial: Reporter | None,
+        start: float,
+        lanes: Lanes | None = None,
+        gather: bool = False,
     ) -> None:
         run = config.run
         self.config, self.trial, self.start = config, trial, start
-        self.parts, self.lanes = parts, lanes
+        self.parts, self.lanes, self.gather_lanes = parts, lanes, gather
         self.seeds = lanes.seeds if lanes else [run.seed + index for index in range(run.num_seeds)]
         self.layout = seed_layout(run.devices, self.seeds)
         self.runner, self.chunk = compile_run(self.parts, self.layout, lanes and lanes.values)
         self.compile_seconds = time.perf_counter() - start
+        self.active = list(range(len(self.seeds)))
+        self.parked: dict[str, Any] | None = None
+        self.gathers: list[dict[str, float]] = []
+        self.chunk_seconds = math.nan
+        self.clocks = np.full(len(self.seeds), self.compile_seconds)
         self.history: list[HistoryRow] = []
         self.losses: list[float] = []
         self.scanning = 0.0
@@ -186,48 +213,82 @@ class CompiledSeeds:
     def run_chunk(self, first: int) -> float:
         """Runs the chunk that starts at iteration ``first`` and keeps its losses; returns its last epsilon."""
         num_envs, per_chunk = self.config.hyperparameters.num_envs, self.parts.iterations_per_chunk
+        active = np.asarray(self.active)
         started = time.perf_counter()
         self.runner, metrics = self.chunk(self.runner, np.int32(first))
-        metrics = on_host(metrics, len(self.seeds))  # waits for the chunk
-        self.scanning += time.perf_counter() - started
+        metrics = on_host(metrics, len(active))  # waits for the chunk; a row per seed in the program
+        self.chunk_seconds = time.perf_counter() - started
+        self.scanning += self.chunk_seconds
+        live = ~self.frozen[active]
+        self.clocks[active[live]] += self.chunk_seconds / self.layout.per_device  # as if each ran alone
         learned = metrics["learned"][0]  # the same iterations learn in every seed
-        chunk_losses = metrics["loss"][~self.frozen][:, learned]  # a stopped seed's updates are dropped
+        losses = metrics["loss"][:, learned]
         if self.lanes:  # a lane whose loss turned non-finite stops alone; its trial is told by its reporter
-            failed = ~np.isfinite(metrics["loss"][:, learned]).all(axis=1) & ~self.frozen
-            self.trial.lanes_failed(np.flatnonzero(failed).tolist())
-            self.freeze(np.flatnonzero(failed))
-            chunk_losses = metrics["loss"][~self.frozen][:, learned]
-        elif not np.isfinite(chunk_losses).all():
+            failed = active[~np.isfinite(losses).all(axis=1) & live].tolist()
+            self.trial.lanes_failed(failed)
+            self.freeze(failed)
+            live = ~self.frozen[active]
+        elif not np.isfinite(losses[live]).all():
             prune(self.trial, f"non-finite loss before step {(first + per_chunk) * num_envs}")
-        self.losses.extend(chunk_losses.mean(axis=0).tolist())  # one entry per update, averaged over seeds
+        self.losses.extend(losses[live].mean(axis=0).tolist())  # one entry per update, averaged over seeds
         self.iterations += per_chunk
         return float(metrics["epsilon"][0, -1])
 
+    def seed_state(self, name: str) -> Any:
+        """Every seed's ``runner.<name>`` (``learner`` or ``episodes``) as NumPy arrays stacked over the seeds:
+        the program's seeds as they are now, the others as they were when they left it."""
+        now = on_host(getattr(self.runner, name), len(self.active))
+        if self.parked is None:
+            return now
+        return jax.tree.map(lambda whole, mine: put_rows(whole, self.active, mine), self.parked[name], now)
+
     def rolling_reward(self) -> float:
         """The seeds' mean rolling reward (NaN before any episode has ended)."""
-        rolling = [
-            figures.rolling_reward for figures in rolling_figures(on_host(self.runner.episodes, len(self.seeds)))
-        ]
+        rolling = [figures.rolling_reward for figures in rolling_figures(self.seed_state("episodes"))]
         return float(np.nanmean(rolling)) if not np.isnan(rolling).all() else float("nan")
 
     def evaluate(self, step: int) -> tuple[Evaluation, HistoryRow]:
-        """Every seed's greedy evaluation (their mean) and the history row at env step ``step``."""
-        num_seeds = len(self.seeds)
-        params = on_host(self.runner.learner.params, num_seeds)
-        training = rolling_figures(on_host(self.runner.episodes, num_seeds))
+        """Every seed's greedy evaluation (their mean) and the history row at env step ``step``; with lanes, each
+        seed's figures carry its own clock."""
+        params = self.seed_state("learner").params
+        training = rolling_figures(self.seed_state("episodes"))
+        live = [index for index in range(len(self.seeds)) if not self.kept.get(index)]
+        started = time.perf_counter()
+        evaluated = dict(zip(live, self.evaluate_seeds(params, live)))
+        self.clocks[live] += (time.perf_counter() - started) / max(1, len(live))  # each lane's share
         evaluations = []
-        for index in range(num_seeds):
+        for index in range(len(self.seeds)):
             if self.kept.get(index):  # a stopped seed's figures are those it stopped with
-                evaluation, training[index] = self.kept[index]
-            else:
-                policy = seed_policy(self.parts.network, params, index, self.config.params)
-                evaluation = evaluate_greedy(policy.act, self.config.params)
-            evaluations.append(evaluation)
+                evaluated[index], training[index] = self.kept[index]
+            evaluations.append(evaluated[index])
         self.last_figures = list(zip(evaluations, training))
         bar = solved_reward(self.config.params)
         epsilon = self.config.epsilon(step)
         row = history_row(step, self.start, epsilon, self.losses, evaluations, training, self.seeds, bar)
+        if self.lanes:
+            clocked = [dataclasses.replace(mine, seconds=float(clock)) for mine, clock in zip(row.per_seed, self.clocks)]
+            row = dataclasses.replace(row, per_seed=tuple(clocked))
         return Evaluation.mean(evaluations), row
+
+    def evaluate_seeds(self, params: Any, indices: list[int]) -> list[Evaluation]:
+        """The greedy evaluations of the seeds at ``indices`` (``params`` stacked over every seed): one seed alone as
+        its own run evaluates, several at once (:func:`~.evaluation.evaluate_policies`, their networks in one
+        ``vmap``, padded to a power of two up to 8 and to a multiple of 8 beyond, so that a run compiles it a few
+        times, not once per count)."""
+        layout = self.config.params
+        if len(indices) <= 1:
+            policies = [seed_policy(self.parts.network, params, index, layout) for index in indices]
+            return [evaluate_greedy(policy.act, layout) for policy in policies]
+        sets = 1 << (len(indices) - 1).bit_length() if len(indices) <= 8 else -(-len(indices) // 8) * 8
+        rows = indices + [indices[0]] * (sets - len(indices))
+        stacked = jax.tree.map(lambda leaf: leaf[rows], params)
+        greedy = jitted_greedy_of_many(self.parts.network)
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            cells = encode(obs, layout)
+            return np.asarray(greedy(stacked, cells.reshape(sets, -1, *cells.shape[1:]))).reshape(-1)
+
+        return evaluate_policies(act, layout, sets)[: len(indices)]
 
     def freeze_solved(self) -> None:
         """Stops every seed solved through its hold-out window at the last evaluation, where its own run would
@@ -250,9 +311,37 @@ class CompiledSeeds:
             self.frozen[index] = True
             if self.last_figures:  # a lane failed before its first evaluation has none to keep
                 self.kept[index] = self.last_figures[index]
-        slots = [bool(self.frozen[index]) for index in self.layout.slot_indices]
+        slots = [bool(self.frozen[self.active[slot]]) for slot in self.layout.slot_indices]
         frozen = jax.device_put(np.array(slots), self.runner.frozen.sharding)
         self.runner = self.runner._replace(frozen=frozen)
+
+    def gather(self, chunks_left: int) -> bool:
+        """Moves the live lanes into a program of fewer seeds per device when the chunks left would save more than
+        the new program's compile (the last chunk's seconds scaled by the seeds per device; the compile as the
+        last one took). The frozen lanes' networks and episode figures stay on the host. True if it gathered."""
+        live = [index for index in self.active if not self.frozen[index]]
+        if not (self.gather_lanes and live):
+            return False
+        layout = seed_layout(self.config.run.devices, [self.seeds[index] for index in live])
+        saved = self.chunk_seconds * (1 - layout.per_device / self.layout.per_device) * chunks_left
+        compile_seconds = self.gathers[-1]["seconds"] if self.gathers else self.compile_seconds
+        if layout.per_device >= self.layout.per_device or not saved > compile_seconds:
+            return False
+        from jax.sharding import NamedSharding
+
+        started = time.perf_counter()
+        self.parked = {name: self.seed_state(name) for name in ("learner", "episodes")}
+        rows = jnp.asarray([self.active.index(live[slot]) for slot in layout.slot_indices])
+        # Each leaf keeps its partition on the new mesh (XLA gives an empty leaf, a layout table at a fixed-door
+        # level, no partition: the compiled chunk expects it as it comes out).
+        shardings = jax.tree.map(lambda leaf: NamedSharding(layout.mesh, leaf.sharding.spec), self.runner)
+        runner = jax.device_put(jax.tree.map(lambda leaf: leaf[rows], self.runner), shardings)
+        self.chunk = compile_chunk(self.parts, layout, runner)
+        slots = (self.layout.per_device * self.layout.mesh.size, layout.per_device * layout.mesh.size)
+        self.runner, self.layout, self.active = runner, layout, live
+        seconds = time.perf_counter() - started
+        self.gathers.append({"from_slots": slots[0], "to_slots": slots[1], "seconds": seconds, "saved_at_most": saved})
+        return True
 
     def result(
         self,
@@ -264,11 +353,12 @@ class CompiledSeeds:
     ) -> TrainResult:
         """The run's result, its scan time split into phases when the config asks for a profile."""
         num_seeds, layout = len(self.seeds), self.layout
-        updates = int(on_host(self.runner.learner.updates, num_seeds).sum())
+        learner = self.seed_state("learner")
+        updates = int(learner.updates.sum())
         wall_seconds = time.perf_counter() - self.start  # the profile below is not part of the training
         phases = {"compile": self.compile_seconds, "evaluation": evaluation_seconds}
         method = "the scan's time, split as its compiled pieces take it when run apart"
-        model = ScanModel(self.parts.network, on_host(self.runner.learner.params, num_seeds), self.config.params)
+        model = ScanModel(self.parts.network, learner.params, self.config.params)
         if self.config.run.profile:
             first_device = layout.mesh.devices.flat[0]
             device_runner = jax.tree.map(
@@ -285,9 +375,18 @@ class CompiledSeeds:
             "seeds_per_device": layout.seeds_per_device(),
             "jax_cache": jax_cache,
         }
+        if self.gathers:
+            facts["gathers"] = self.gathers
         figures = {"env_steps": global_step * num_seeds, "updates": updates, "model": model, "losses": self.losses}
         history = self.history
         return finish(arm, self.config, self.start, history, last, phases, method, wall_seconds, facts=facts, **figures)
+
+
+def put_rows(whole: np.ndarray, rows: list[int], values: np.ndarray) -> np.ndarray:
+    """A copy of ``whole`` with ``values`` in its ``rows``."""
+    out = np.array(whole)
+    out[rows] = values
+    return out
 
 
 def rolling_figures(episodes: Any) -> list[TrainingFigures]:

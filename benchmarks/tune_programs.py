@@ -6,7 +6,7 @@ more tuning seeds each; it prints the study's wall time, the whole command's, an
 seconds to solved over its seeds (single runs, the study's own figure), beside today's figures from
 ``benchmarks/results/tuning/``. One K after the other, never two at once (the objective is wall time).
 
-    .venv/bin/python benchmarks/tune_programs.py                      # K = 1, 4, 8, 20, 40
+    .venv/bin/python benchmarks/tune_programs.py                      # K = 1, 4, 8, 20, 40; 40 never gathered
     .venv/bin/python benchmarks/tune_programs.py --ks 1 8 --n-trials 20
 """
 
@@ -31,8 +31,9 @@ def today() -> tuple[float, float]:
     return float(walls[-1].split("|")[3].strip().split()[0]), min(means)
 
 
-def one_study(k: int, args: argparse.Namespace, folder: pathlib.Path) -> dict[str, float]:
-    """Tunes flax-scan with ``k`` trials per program in ``folder``; its timings and confirmed winner."""
+def one_study(k: int, args: argparse.Namespace, folder: pathlib.Path, gather: bool = True) -> dict[str, float]:
+    """Tunes flax-scan with ``k`` trials per program in ``folder`` (``gather``: live lanes gathered into smaller
+    programs); its timings and confirmed winner."""
     import dataclasses
 
     import optuna
@@ -42,6 +43,7 @@ def one_study(k: int, args: argparse.Namespace, folder: pathlib.Path) -> dict[st
     options = tuning.TuneOptions(
         arm="flax-scan", n_trials=args.n_trials, trials_per_program=k, storage=f"sqlite:///{folder / 'optuna.db'}",
         tracking_uri=f"sqlite:///{folder / 'mlflow.db'}", models=False, verbose=False, confirm_top=0,
+        gather_lanes=gather,
     )  # fmt: skip
     started = time.perf_counter()
     tuning.tune(options, tuning.TUNING_RUN)
@@ -69,21 +71,28 @@ def main() -> None:
     parser.add_argument("--n-trials", type=int, default=40)
     parser.add_argument("--confirm-top", type=int, default=5)
     parser.add_argument("--confirm-seeds", type=int, default=3)
+    parser.add_argument(
+        "--no-gather-ks", type=int, nargs="*", default=[40], help="also run these K with the live lanes never gathered"
+    )
     args = parser.parse_args()
     from doors_gym_baselines.runtime import prepare_host_devices
 
     prepare_host_devices()
     threads = {name: os.environ.get(name, "-") for name in ("OMP_NUM_THREADS", "XLA_FLAGS")}
-    print(f"cores: {os.cpu_count()}; {threads}; started {time.strftime('%H:%M:%S', time.gmtime())} UTC", flush=True)
+    load = os.getloadavg()[0]
+    started = time.strftime("%H:%M:%S", time.gmtime())
+    print(f"cores: {os.cpu_count()}; {threads}; load average {load:.2f}; started {started} UTC", flush=True)
     today_wall, today_winner = today()
     print(f"today (K=1, one trial per program): {today_wall:.0f} s in all, winner {today_winner:.2f} s to solved")
     print(f"| K | {args.n_trials}-trial study | with confirmation | complete | pruned | winner (trial) | winner's mean s to solved |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
-    for k in args.ks:
+    runs = [(k, True) for k in args.ks] + [(k, False) for k in args.no_gather_ks]
+    for k, gather in runs:
         with tempfile.TemporaryDirectory() as folder:
-            row = one_study(k, args, pathlib.Path(folder))
+            row = one_study(k, args, pathlib.Path(folder), gather)
+        label = f"{k}" if gather or k == 1 else f"{k}, never gathered"
         print(
-            f"| {k} | {row['study_s']:.0f} s | {row['total_s']:.0f} s | {row['complete']} | {row['pruned']} "
+            f"| {label} | {row['study_s']:.0f} s | {row['total_s']:.0f} s | {row['complete']} | {row['pruned']} "
             f"| {row['winner_trial']} | {row['winner_mean_s']:.2f} s over {row['winner_seeds']} seeds |",
             flush=True,
         )

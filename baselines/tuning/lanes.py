@@ -7,9 +7,10 @@ first's, and sample the rest (:data:`~doors_gym_baselines.scan_lanes.PER_LANE`),
 searches the shapes program by program and the rest lane by lane. Each lane reports its own curve to its trial
 at every evaluation; a pruned, failed or solved lane freezes while the others train on.
 
-A lane's clock is its program's wall clock divided by the lanes (compile included): a lane solved at env step
-``s`` scores the program's seconds at ``s`` over K, its env steps at the program's cost per lane-step. Trials
-of one study rank on the same K; the confirmation re-trains the best ones as single runs.
+A lane's clock is the seconds its trial would have taken as a run of its own: the program's compile, its share of
+every chunk it trained in (the chunk's seconds over the lanes each device ran) and its own greedy evaluations.
+Once enough lanes are frozen the live ones are gathered into a smaller program (``--no-gather-lanes``: never);
+the recompile is the study's cost, not a lane's. The confirmation re-trains the best trials as single runs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from typing import Any
 
 from .. import tracking
@@ -27,6 +29,7 @@ from .objective import record_result, trial_tags
 from .options import TuneOptions
 from .scores import objective_score
 from .space import Space, suggest_hyperparameters
+from .study import make_sampler, optuna_quiet
 
 
 def check_lanes_arm(arm: ArmProtocol, trials_per_program: int) -> None:
@@ -66,22 +69,65 @@ def program_coordinates(space: Space) -> list[str]:
     return [coordinate.name for coordinate in space if coordinate.target not in PER_LANE]
 
 
-def ask_program(study: Any, count: int, base: Config, space: Space, tuning_seeds: int) -> list[tuple[Any, Config]]:
+def ask_program(
+    study: Any, count: int, base: Config, space: Space, tuning_seeds: int, worker: int = 0
+) -> list[tuple[Any, Config]]:
     """Asks ``count`` trials of one program: the first samples freely, the others share its program coordinates.
 
-    Returns each trial with its config (trial ``n`` trains seed ``base.run.seed + n % tuning_seeds``).
+    The points are drawn by the study's sampler (TPE with its constant liar) from an in-memory copy of the study's
+    trials (:func:`sample_points`: the sampler reads the storage's running trials at every coordinate, 16 ms a
+    read on SQLite, 7 s for 40 trials), then asked of the study with their values fixed
+    (``PartialFixedSampler``). Returns each trial with its config (trial ``n`` trains seed
+    ``base.run.seed + n % tuning_seeds``).
     """
+    import optuna
+
+    points, sampler = sample_points(study, count, base, space, worker), study.sampler
+    shared = program_coordinates(space)
     asked = []
+    try:
+        while len(asked) < count:
+            point = points[len(asked)]
+            with warnings.catch_warnings():  # every coordinate is fixed: the base sampler draws none
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                study.sampler = optuna.samplers.PartialFixedSampler(point, optuna.samplers.RandomSampler())
+            trial = study.ask()
+            heartbeat(study, [trial])
+            hyperparameters = suggest_hyperparameters(trial, base.hyperparameters, space)
+            if asked and any(trial.params[name] != asked[0][0].params[name] for name in shared):
+                # another worker's queued trial (a new study's first) came first: it belongs in no program of ours
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                continue
+            seed = base.run.seed + trial.number % tuning_seeds
+            asked.append((trial, make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))))
+    finally:
+        study.sampler = sampler
+    return asked
+
+
+def sample_points(study: Any, count: int, base: Config, space: Space, worker: int = 0) -> list[dict[str, Any]]:
+    """``count`` points of ``space`` drawn by the study's TPE sampler (with its constant liar; seeded by the run's
+    seed, the trials so far and ``worker``) from an in-memory copy of its trials (finished, running and queued, in
+    order): the first freely (or the oldest queued one), the others with the program coordinates set to the
+    first's, each counted as running while the next is drawn."""
+    import optuna
+
+    trials = study.get_trials(deepcopy=False)
+    sampler = make_sampler(base.run.seed, len(trials), worker, constant_liar=True)
+    with optuna_quiet():
+        memory = optuna.create_study(direction=study.direction, sampler=sampler)
+    memory.add_trials([trial for trial in trials if trial.state != optuna.trial.TrialState.WAITING])
+    for trial in trials:
+        if trial.state == optuna.trial.TrialState.WAITING:
+            memory.enqueue_trial(trial.system_attrs.get("fixed_params", {}), skip_if_exists=False)
+    points: list[dict[str, Any]] = []
     for index in range(count):
         if index:
-            shared = {name: asked[0][0].params[name] for name in program_coordinates(space)}
-            study.enqueue_trial(shared, skip_if_exists=False)
-        trial = study.ask()
-        heartbeat(study, [trial])
-        hyperparameters = suggest_hyperparameters(trial, base.hyperparameters, space)
-        seed = base.run.seed + trial.number % tuning_seeds
-        asked.append((trial, make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))))
-    return asked
+            memory.enqueue_trial({name: points[0][name] for name in program_coordinates(space)}, skip_if_exists=False)
+        trial = memory.ask()
+        suggest_hyperparameters(trial, base.hyperparameters, space)
+        points.append(dict(trial.params))
+    return points
 
 
 class LaneTrials:
@@ -96,9 +142,11 @@ class LaneTrials:
         import mlflow
 
         self.trials = [trial for trial, _ in asked]
+        self.gather_lanes = options.gather_lanes
         self.lane_configs = [config for _, config in asked]
         self.options = options
         self.histories: list[list[HistoryRow]] = [[] for _ in asked]
+        self.unlogged: list[list[Any]] = [[] for _ in asked]
         self.stopped_lanes: set[int] = set()
         self.outcome: dict[int, str] = {}
         self.client = mlflow.MlflowClient()
@@ -115,11 +163,11 @@ class LaneTrials:
             self.run_ids.append(run.info.run_id)
 
     def lane_row(self, row: HistoryRow, index: int) -> HistoryRow:
-        """Lane ``index``'s own row of a program's row: its figures, its clock the program's over the lanes."""
-        lanes, mine = len(self.trials), row.per_seed[index]
-        nan = math.nan
+        """Lane ``index``'s own row of a program's row: its figures and its own clock (the program's compile, its
+        share of each chunk it trained in, its own evaluations: see :class:`~..scan_driver.CompiledSeeds`)."""
+        mine, nan = row.per_seed[index], math.nan
         return dataclasses.replace(
-            row, seconds=row.seconds / lanes, sps=row.sps / lanes, greedy_success_rate=mine.greedy_success_rate,
+            row, seconds=mine.seconds, sps=row.step / mine.seconds, greedy_success_rate=mine.greedy_success_rate,
             greedy_step_reward=mine.greedy_step_reward, greedy_normalised_return=mine.greedy_normalised_return,
             rolling_reward=mine.rolling_reward, train_success_rate=nan, train_normalised_return=nan,
             train_episode_return=nan, train_episode_length=nan, per_seed=(mine,),
@@ -139,13 +187,19 @@ class LaneTrials:
         return math.nan
 
     def add_row(self, index: int, row: HistoryRow) -> None:
-        """Keeps a lane's row and logs it to its trial's MLflow run (``step=`` env steps, NaN left out)."""
+        """Keeps a lane's row for its trial's MLflow run (``step=`` env steps, NaN left out), logged when the lane
+        stops (:meth:`log_rows`): one write per lane, not one per lane and evaluation."""
         import mlflow
 
         self.histories[index].append(row)
         stamp = int(time.time() * 1000)
-        metrics = [mlflow.entities.Metric(k, v, stamp, int(row.step)) for k, v in row.metrics().items()]
-        self.client.log_batch(self.run_ids[index], metrics=metrics)
+        self.unlogged[index].extend(mlflow.entities.Metric(k, v, stamp, int(row.step)) for k, v in row.metrics().items())
+
+    def log_rows(self, index: int) -> None:
+        """Logs lane ``index``'s rows not logged yet to its trial's MLflow run."""
+        metrics, self.unlogged[index] = self.unlogged[index], []
+        for first in range(0, len(metrics), 1000):  # MLflow's limit of metrics per batch
+            self.client.log_batch(self.run_ids[index], metrics=metrics[first : first + 1000])
 
     def solved(self, index: int) -> bool:
         """Lane ``index`` is solved through its hold-out window (its own run would stop here)."""
@@ -159,6 +213,7 @@ class LaneTrials:
     def stop(self, index: int, outcome: str) -> None:
         self.stopped_lanes.add(index)
         self.outcome[index] = outcome
+        self.log_rows(index)
 
     def lanes_failed(self, indices: list[int]) -> None:
         """Lanes whose loss turned non-finite: their trials are pruned (as a single trial's would be)."""
@@ -179,13 +234,14 @@ def finish_program(study: Any, lanes: LaneTrials, result: Any) -> None:
 
     for index, trial in enumerate(lanes.trials):
         outcome = lanes.outcome.get(index, "trained")
+        if outcome == "trained":  # it trained to the end of the program: its final evaluation is its last row
+            lanes.add_row(index, lanes.lane_row(result.history[-1], index))
+        lanes.log_rows(index)
         if outcome in ("pruned", "failed"):
             lanes.client.set_tag(lanes.run_ids[index], "optuna.state", "PRUNED")
             lanes.client.set_terminated(lanes.run_ids[index], "FINISHED")
             study.tell(trial, state=optuna.trial.TrialState.PRUNED)
             continue
-        if outcome == "trained":  # it trained to the end of the program: its final evaluation is its last row
-            lanes.add_row(index, lanes.lane_row(result.history[-1], index))
         score = lanes.score(index, final=True)
         lanes.client.log_metric(lanes.run_ids[index], "score", score, step=int(lanes.histories[index][-1].step))
         lane_result = dataclasses.replace(
@@ -218,7 +274,8 @@ def run_programs(study: Any, arm: ArmProtocol, base: Config, options: TuneOption
     while (left := options.n_trials - len(finished_trials(study))) > 0:
         if options.timeout is not None and time.perf_counter() - started > options.timeout:
             break
-        asked = ask_program(study, min(left, options.trials_per_program), base, space, options.tuning_seeds)
+        count = min(left, options.trials_per_program)
+        asked = ask_program(study, count, base, space, options.tuning_seeds, options.worker)
         lanes = LaneTrials(asked, options, arm, parent)
         try:
             result = arm.train(asked[0][1], lanes)
@@ -226,20 +283,24 @@ def run_programs(study: Any, arm: ArmProtocol, base: Config, options: TuneOption
             import optuna
 
             for index, trial in enumerate(lanes.trials):
+                lanes.log_rows(index)
                 lanes.client.set_terminated(lanes.run_ids[index], "FAILED")
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
             raise
         finish_program(study, lanes, result)
         if options.verbose:
-            print(describe_program(lanes), flush=True)
+            print(describe_program(lanes, result), flush=True)
 
 
-def describe_program(lanes: LaneTrials) -> str:
-    """One line per program: its trials and how each ended."""
+def describe_program(lanes: LaneTrials, result: Any) -> str:
+    """One line per program: its trials and how each ended, their own clocks, its wall time and its gathers."""
     ends = [f"{trial.number}: {lanes.outcome.get(index, 'trained')}" for index, trial in enumerate(lanes.trials)]
-    return f"program of {len(ends)} trials ({', '.join(ends)}); lane seconds: " + ", ".join(
-        f"{history[-1].seconds:.1f}" if history else "-" for history in lanes.histories
+    clocks = ", ".join(f"{history[-1].seconds:.1f}" if history else "-" for history in lanes.histories)
+    gathers = "".join(
+        f", {gathered['from_slots']}->{gathered['to_slots']} lanes ({gathered['seconds']:.1f} s)"
+        for gathered in result.facts.get("gathers", ())
     )
+    return f"program of {len(ends)} trials ({', '.join(ends)}); lane seconds: {clocks}; {result.wall_seconds:.1f} s{gathers}"
 
 
 __all__ = ["LaneTrials", "ask_program", "check_lanes_arm", "program_coordinates", "run_programs"]

@@ -49,6 +49,9 @@ class TuneOptions:
     trials_per_program: int = field(
         1, "trials trained together as the lanes of one compiled program (arms that train seeds together)"
     )
+    gather_lanes: bool = field(
+        True, "with --trials-per-program > 1: move the live lanes into a smaller program when that saves time"
+    )
     confirm_top: int = field(
         0, "re-train the best N complete trials on --confirm-seeds more tuning seeds; the preset is the best on average"
     )

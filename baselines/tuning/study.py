@@ -96,10 +96,7 @@ def create_study(
             min_resource=first_rung(total_steps, eval_every), max_resource=total_steps, reduction_factor=3
         ),
     )
-    sampler_seed = int(np.random.SeedSequence([seed, len(study.trials), worker]).generate_state(1)[0])
-    study.sampler = optuna.samplers.TPESampler(
-        seed=sampler_seed, n_startup_trials=5, **({"constant_liar": True} if constant_liar else {})
-    )
+    study.sampler = make_sampler(seed, len(study.trials), worker, constant_liar)
     if "arm" not in study.user_attrs:
         study.set_user_attr("arm", arm_name)
     elif study.user_attrs["arm"] != arm_name:
@@ -116,6 +113,16 @@ def create_study(
     if "objective" not in study.user_attrs:
         study.set_user_attr("objective", objective)
     return study
+
+
+def make_sampler(seed: int, trials: int, worker: int, constant_liar: bool = False) -> Any:
+    """The study's TPE sampler, seeded by ``seed``, the number of ``trials`` so far and the ``worker`` index."""
+    import optuna
+
+    sampler_seed = int(np.random.SeedSequence([seed, trials, worker]).generate_state(1)[0])
+    return optuna.samplers.TPESampler(
+        seed=sampler_seed, n_startup_trials=5, **({"constant_liar": True} if constant_liar else {})
+    )
 
 
 def first_rung(total_steps: int, eval_every: int) -> int:
