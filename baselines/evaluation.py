@@ -94,7 +94,7 @@ def evaluate_policies(act: Callable[[np.ndarray], np.ndarray], params: DoorsPara
         envs = DoorsVectorEnv(EVALUATION_EPISODES, max_episode_steps=limit, **_layout_keywords(params))
         obs, info = envs.reset(seed=EVALUATION_SEED)
         start_distance = np.asarray(info["distance"], dtype=np.float64)
-        starts = envs.state()
+        starts = envs.state
     else:
         starts = all_start_states(params)
         start_distance = np.asarray(core.state_distance(starts), dtype=np.float64)

@@ -59,7 +59,8 @@ def confirm_trial(
     study: Any, trial: Any, arm: ArmProtocol, base: Config, options: TuneOptions, worst: float
 ) -> dict[str, Any]:
     """Trains ``trial``'s hyperparameters on the ``confirm_seeds`` tuning seeds after its own, each in a nested
-    MLflow run; returns its trial number, seeds and scores (its own first), ``worst`` for a failed training.
+    MLflow run; returns its trial number, seeds and scores (its own first, unless it trained as a lane of a program
+    of several trials: the preset is chosen on single runs), ``worst`` for a failed training.
 
     Each seed's score is kept as the study attribute ``confirm-seed.<trial>.<seed>`` as soon as it is known, so a
     confirmation killed between two seeds resumes on the next seed: nothing finished is trained twice.
@@ -76,6 +77,8 @@ def confirm_trial(
             config = make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))
             score = confirm_seed(study, key, trial.number, arm, config, options, worst)
         scores.append(float(score))
+    if trial.user_attrs.get("lanes", 1) > 1:  # a lane's score is its clock in a program, not a run's: left out
+        return {"trial": trial.number, "seeds": seeds, "scores": scores}
     return {"trial": trial.number, "seeds": [own, *seeds], "scores": [float(trial.value), *scores]}
 
 

@@ -47,7 +47,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
         base: the hyperparameters the search space does not set (the arm's defaults if ``None``).
     """
     arm = get_arm(options.arm)
-    check_lanes_arm(arm, options.trials_per_program)
+    check_lanes_arm(arm, options.lanes)
     run = check_trial_run(run, options.objective)
     base_config = arm.configure(make_config(base or arm.hyperparameters(), run))
     study = open_study(options, arm.name, run, base_config.hyperparameters)
@@ -59,7 +59,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
         remaining = options.n_trials - len(finished_trials(study))
         with mlflow.start_run(run_id=parent):
             mlflow.set_tag(tracking.PROCESS_TAG, tracking.this_process())  # this worker holds it open now
-            if remaining > 0 and options.trials_per_program > 1:
+            if remaining > 0 and options.lanes > 1:
                 run_programs(study, arm, base_config, options, space_of(arm), parent)
             elif remaining > 0:
                 run_trials(study, arm.name, base_config, options, remaining)
@@ -82,7 +82,7 @@ def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Any)
     with optuna_quiet():
         study = create_study(
             arm_name, storage, study_name, run.seed, options.worker, run.total_steps, run.eval_every, options.objective,
-            constant_liar=options.trials_per_program > 1,
+            constant_liar=options.lanes > 1,
         )
     if options.verbose:
         found = len(finished_trials(study))

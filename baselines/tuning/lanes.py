@@ -54,11 +54,14 @@ def heartbeat(study: Any, trials: list[Any]) -> None:
 
 def fail_stale(study: Any) -> None:
     """Fails the trials whose program died (no heartbeat within the grace period) and ends their MLflow runs."""
+    import optuna
     from optuna.storages import fail_stale_trials
 
     from .study import mark_killed_runs
 
-    fail_stale_trials(study)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        fail_stale_trials(study)
     mark_killed_runs(study)
 
 
@@ -88,10 +91,12 @@ def ask_program(
     try:
         while len(asked) < count:
             point = points[len(asked)]
-            with warnings.catch_warnings():  # every coordinate is fixed: the base sampler draws none
+            with warnings.catch_warnings():
+                # every coordinate is fixed: the base sampler draws none; the heartbeat is ours (heartbeat())
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                warnings.filterwarnings("ignore", "Heartbeat of storage is supposed to be used", UserWarning)
                 study.sampler = optuna.samplers.PartialFixedSampler(point, optuna.samplers.RandomSampler())
-            trial = study.ask()
+                trial = study.ask()
             heartbeat(study, [trial])
             hyperparameters = suggest_hyperparameters(trial, base.hyperparameters, space)
             if asked and any(trial.params[name] != asked[0][0].params[name] for name in shared):
@@ -160,6 +165,7 @@ class LaneTrials:
             trial.set_user_attr("mlflow_run_id", run.info.run_id)
             trial.set_user_attr("worker", options.worker)
             trial.set_user_attr("seed", config.run.seed)
+            trial.set_user_attr("lanes", len(asked))
             self.run_ids.append(run.info.run_id)
 
     def lane_row(self, row: HistoryRow, index: int) -> HistoryRow:
@@ -264,7 +270,7 @@ def record_lane(trial: Any, result: Any, config: Config) -> None:
 
 
 def run_programs(study: Any, arm: ArmProtocol, base: Config, options: TuneOptions, space: Space, parent: str) -> None:
-    """Trains programs of ``options.trials_per_program`` trials until the study has ``n_trials`` finished ones
+    """Trains programs of ``options.lanes`` trials until the study has ``n_trials`` finished ones
     (or ``timeout`` passed). A program killed midway leaves its trials running; the storage's heartbeat fails them
     when the study resumes, so they are never counted."""
     from .study import finished_trials
@@ -274,7 +280,7 @@ def run_programs(study: Any, arm: ArmProtocol, base: Config, options: TuneOption
     while (left := options.n_trials - len(finished_trials(study))) > 0:
         if options.timeout is not None and time.perf_counter() - started > options.timeout:
             break
-        count = min(left, options.trials_per_program)
+        count = min(left, options.lanes)
         asked = ask_program(study, count, base, space, options.tuning_seeds, options.worker)
         lanes = LaneTrials(asked, options, arm, parent)
         try:

@@ -15,6 +15,9 @@ from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS
 from .study import DEFAULT_STORAGE, GRACE_PERIOD, HEARTBEAT_INTERVAL
 
 DEFAULT_EXPERIMENT = "doors-gym-tune"
+DEFAULT_TRIALS_PER_PROGRAM = 8
+"""Trials per program of an arm that trains seeds together: the fastest 40-trial study on the 2-core CPU
+(``benchmarks/results/tuning/programs.md``)."""
 STUDY_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
@@ -46,8 +49,10 @@ class TuneOptions:
     start_from: str | None = field(
         "quick", "a preset (name or file) whose hyperparameters a new study tries first, a known-good point ('': none)"
     )
-    trials_per_program: int = field(
-        1, "trials trained together as the lanes of one compiled program (arms that train seeds together)"
+    trials_per_program: int | None = field(
+        None,
+        f"trials trained together as the lanes of one compiled program (default: {DEFAULT_TRIALS_PER_PROGRAM} for "
+        "an arm that trains seeds together in one jitted program, 1 for the others)",
     )
     gather_lanes: bool = field(
         True, "with --trials-per-program > 1: move the live lanes into a smaller program when that saves time"
@@ -73,8 +78,10 @@ class TuneOptions:
 
     def __post_init__(self) -> None:
         get_arm(self.arm)
-        for name in ("n_trials", "heartbeat_interval", "grace_period", "tuning_seeds", "trials_per_program"):
+        for name in ("n_trials", "heartbeat_interval", "grace_period", "tuning_seeds"):
             check_at_least(name, getattr(self, name), 1)
+        if self.trials_per_program is not None:
+            check_at_least("trials_per_program", self.trials_per_program, 1)
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective={self.objective!r} is not supported: expected one of {list(OBJECTIVES)}")
         penalty = self.penalty_seconds
@@ -97,6 +104,15 @@ class TuneOptions:
                 f"study_name={self.resolved_study_name!r} is invalid: "
                 "expected 1-128 letters, digits, '_', '.', ':', '-'"
             )
+
+    @property
+    def lanes(self) -> int:
+        """Trials per program: ``trials_per_program``, else the default for the arm (:data:`DEFAULT_TRIALS_PER_PROGRAM`
+        where it trains seeds together in one jitted program, 1 elsewhere)."""
+        if self.trials_per_program is not None:
+            return self.trials_per_program
+        arm = get_arm(self.arm)
+        return DEFAULT_TRIALS_PER_PROGRAM if arm.seeds_in_one_run and arm.steps_pure_functions else 1
 
     @property
     def resolved_study_name(self) -> str:

@@ -219,6 +219,25 @@ def test_evaluate_greedy_of_a_policy_that_stays():
     assert evaluation.mean_return == 0.0
 
 
+@pytest.mark.parametrize("params", [DoorsParams(), DoorsParams(n_walls=3, doors="random")], ids=["Doors-v0", "3Walls"])
+def test_policies_evaluated_together_score_as_each_alone(params: DoorsParams):
+    """:func:`evaluate_policies` plays every policy's episodes in one vector env: each policy's figures are
+    exactly those :func:`evaluate_greedy` gives it alone (the random-door starts included)."""
+
+    def hashed(obs: np.ndarray) -> np.ndarray:  # a deterministic policy that is neither good nor constant
+        cells = np.asarray(obs, dtype=np.int64)
+        return (cells * np.arange(1, cells.shape[1] + 1)).sum(axis=1) % 5
+
+    policies = [OraclePolicy(params), lambda obs: np.full(len(obs), core.STAY), hashed]
+
+    def together(obs: np.ndarray) -> np.ndarray:
+        return np.concatenate([act(block) for act, block in zip(policies, np.split(obs, len(policies)))])
+
+    alone = [common.evaluate_greedy(act, params) for act in policies]
+    assert common.evaluate_policies(together, params, len(policies)) == alone
+    assert len({evaluation.mean_step_reward for evaluation in alone}) == 3
+
+
 @pytest.mark.parametrize(("stdout_tty", "stderr_tty", "quiet", "shown"), [
     (True, True, False, True),
     (False, True, False, False),  # make main > log

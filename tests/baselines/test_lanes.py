@@ -99,3 +99,78 @@ def test_lanes_of_one_seed_keep_their_own_hyperparameters():
     runner, _ = compile_run(parts, layout, lane_values(configs))
     np.testing.assert_allclose(np.asarray(runner.lane.gamma), [0.9, 0.99], rtol=1e-6)
     assert np.asarray(runner.lane.double_dqn).tolist() == [False, True]
+
+
+class FreezeAtFirstEvaluation:
+    """A reporter of lanes (:class:`~doors_gym_baselines.tuning.lanes.LaneTrials`'s interface) that stops the lanes
+    ``stopping`` at the first evaluation and keeps every row it is shown."""
+
+    def __init__(self, configs: list, stopping: set[int], gather: bool) -> None:
+        self.lane_configs, self.stopping, self.gather_lanes = configs, stopping, gather
+        self.stopped_lanes: set[int] = set()
+        self.rows: list = []
+
+    def observe(self, row):
+        self.rows.append(row)
+        self.stopped_lanes |= self.stopping
+        return 0.0
+
+    def report(self, value: float, step: int) -> None:
+        pass
+
+    def should_prune(self) -> bool:
+        return False
+
+    def lanes_failed(self, indices: list[int]) -> None:
+        assert not indices
+
+
+def test_live_lanes_gathered_into_a_smaller_program_train_on_as_before(monkeypatch):
+    """Three of four lanes stop at the first evaluation and the live one moves into a program of its own: it ends
+    where it ends in the program that kept all four, and the stopped lanes keep their networks and figures."""
+    jax = needs("jax")
+    from doors_gym_baselines import scan_driver
+    from doors_gym_baselines.arms import get_arm
+
+    gather = scan_driver.CompiledSeeds.gather
+    monkeypatch.setattr(scan_driver.CompiledSeeds, "gather", lambda self, chunks_left: gather(self, 10**9))
+    settings = dict(SMALL, eval_every=400, stop_when_solved=False)
+    configs = [DQNConfig.of(**settings, **LANES[index % 2], seed=index) for index in range(4)]
+    arm = get_arm("flax-scan")
+    runs = {}
+    for gathered in (False, True):
+        reporter = FreezeAtFirstEvaluation(configs, {1, 2, 3}, gathered)
+        runs[gathered] = (arm.train(configs[0], reporter), reporter)
+    (kept, _), (moved, reporter) = runs[False], runs[True]
+    assert "gathers" not in kept.facts and moved.facts["gathers"][0]["to_slots"] < moved.facts["gathers"][0]["from_slots"]
+    for mine, theirs in zip(jax.tree.leaves(kept.model.params), jax.tree.leaves(moved.model.params)):
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=2e-3, atol=2e-4)
+    for before, after in zip(kept.history, moved.history):
+        assert [seed.greedy_success_rate for seed in before.per_seed] == [seed.greedy_success_rate for seed in after.per_seed]
+    clocks = [[seed.seconds for seed in row.per_seed] for row in reporter.rows]
+    assert all(np.isfinite(clocks).ravel()) and clocks[-1][0] > clocks[-1][1] == clocks[0][1]
+
+
+def test_each_lanes_curve_reaches_its_trials_run_on_its_own_clock(tmp_path: pathlib.Path):
+    """A program's trials each log their curve to their nested MLflow run (written when the lane stops), its
+    seconds the lane's own clock, which only moves on."""
+    optuna = needs("optuna")
+    needs("mlflow")
+    from doors_gym_baselines import tuning
+    from doors_gym_baselines.config import RunSettings
+
+    options = tuning.TuneOptions(
+        arm="flax-scan", n_trials=4, trials_per_program=4, storage=f"sqlite:///{tmp_path / 'optuna.db'}",
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", models=False, verbose=False, start_from="",
+    )  # fmt: skip
+    run = RunSettings(seed=0, total_steps=4_000, eval_every=1_000, hold_out_steps=1_000)
+    study = tuning.tune(options, run)
+    trials = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    assert trials
+    import mlflow
+
+    client = mlflow.MlflowClient(options.tracking_uri)
+    curves = {trial.number: client.get_metric_history(trial.user_attrs["mlflow_run_id"], "seconds") for trial in trials}
+    for trial in trials:  # the clock only moves on, and the lane's curve reached MLflow
+        seconds = [metric.value for metric in sorted(curves[trial.number], key=lambda metric: metric.step)]
+        assert seconds == sorted(seconds) and len(seconds) >= 2

@@ -302,15 +302,18 @@ SHARED_STORAGES = ["sqlite"] + (["server"] if os.environ.get("DOORS_GYM_TEST_STO
 
 
 @pytest.mark.parametrize("kind", SHARED_STORAGES)
-def test_two_workers_share_one_study(kind: str, tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("arm", ["flax-numpy", "flax-scan"])  # one trial per program; programs of 2 trials
+def test_two_workers_share_one_study(kind: str, arm: str, tmp_path: pathlib.Path) -> None:
     storage, tracking_uri = _store(tmp_path)
-    study_name = f"dqn-flax-numpy-{tmp_path.name}"
+    study_name = f"dqn-{arm}-{tmp_path.name}"
     if kind == "server":
         storage = os.environ["DOORS_GYM_TEST_STORAGE"]
+    lanes = ["--trials-per-program", "2"] if arm == "flax-scan" else []
     workers = [
         subprocess.Popen(
             _tune_command(
-                tmp_path, "--n-trials", "4", "--worker", str(index), "--study-name", study_name, storage=storage
+                tmp_path, "--n-trials", "4", "--worker", str(index), "--study-name", study_name, "--arm", arm, *lanes,
+                storage=storage,
             ),
             cwd=tmp_path,
             env=_subprocess_env(),
