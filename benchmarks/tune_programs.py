@@ -10,6 +10,7 @@ objective is wall time).
 
     .venv/bin/python benchmarks/tune_programs.py                      # K = 1, 4, 8, 20, 40; 40 never gathered
     .venv/bin/python benchmarks/tune_programs.py --ks 1 8 --n-trials 20
+    .venv/bin/python benchmarks/tune_programs.py --ks 8 1 --no-gather-ks --presets-out winners/  # then compare them
 """
 
 from __future__ import annotations
@@ -75,7 +76,13 @@ def one_study(k: int, args: argparse.Namespace, folder: pathlib.Path, gather: bo
     started = time.perf_counter()
     tuning.tune(options, tuning.TUNING_RUN)
     study_seconds = time.perf_counter() - started
-    confirming = dataclasses.replace(options, confirm_top=args.confirm_top, confirm_seeds=args.confirm_seeds)
+    preset_out = None
+    if args.presets_out:
+        label = f"k{k}" if gather or k == 1 else f"k{k}-never-gathered"
+        preset_out = str(pathlib.Path(args.presets_out) / f"flax-scan-{label}.yml")
+    confirming = dataclasses.replace(
+        options, confirm_top=args.confirm_top, confirm_seeds=args.confirm_seeds, preset_out=preset_out
+    )
     study = tuning.tune(confirming, tuning.TUNING_RUN)  # the study is complete: this only confirms
     total_seconds = time.perf_counter() - started
     confirmed = [value for key, value in study.user_attrs.items() if re.fullmatch(r"confirm\.\d+", key)]
@@ -99,6 +106,9 @@ def main() -> None:
     parser.add_argument("--n-trials", type=int, default=40)
     parser.add_argument("--confirm-top", type=int, default=5)
     parser.add_argument("--confirm-seeds", type=int, default=3)
+    parser.add_argument(
+        "--presets-out", help="write each study's confirmed winner here as a preset (flax-scan-k<K>.yml)"
+    )
     parser.add_argument(
         "--no-gather-ks", type=int, nargs="*", default=[40], help="also run these K with the live lanes never gathered"
     )
