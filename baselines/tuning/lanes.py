@@ -78,8 +78,8 @@ def ask_program(
     """Asks ``count`` trials of one program: the first samples freely, the others share its program coordinates.
 
     The points are drawn by the study's sampler (TPE with its constant liar) from an in-memory copy of the study's
-    trials (:func:`sample_points`: the sampler reads the storage's running trials at every coordinate, 16 ms a
-    read on SQLite, 7 s for 40 trials), then asked of the study with their values fixed
+    trials (:func:`sample_points`: against the storage the sampler re-reads its running trials at every
+    coordinate; ``benchmarks/lane_program_profile.py`` times both), then asked of the study with their values fixed
     (``PartialFixedSampler``). Returns each trial with its config (trial ``n`` trains seed
     ``base.run.seed + n % tuning_seeds``).
     """
