@@ -387,6 +387,10 @@ PQN_SPACE = (
     *COMMON_SPACE,
     Range("log2_num_steps", 3, 7, integer=True, hyperparameter="num_steps", scale=POWER_OF_TWO),
     Range("td_lambda", 0.5, 1.0),
+    # The gradient steps per iteration (epochs x minibatches): rejax's default, one epoch of 16, gives 64 envs of
+    # 64 steps 16 updates, so 200k env steps about 800 updates, a fifth of the DQN arms'.
+    Range("log2_num_minibatches", 0, 5, integer=True, hyperparameter="num_minibatches", scale=POWER_OF_TWO),
+    Range("num_epochs", 1, 8, integer=True),
 )
 DQN_ARM = LibraryArm(
     "rejax-dqn",

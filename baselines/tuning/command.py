@@ -12,6 +12,7 @@ holds the command: the order of the steps, and what it prints (its options: :mod
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from typing import Any
 
@@ -44,12 +45,13 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
     Args:
         options: the study, storage and tracking settings.
         run: every trial's run settings (``run.seed`` also seeds the sampler).
-        base: the hyperparameters the search space does not set (the arm's defaults if ``None``).
+        base: the hyperparameters the search space does not set (if ``None``: the start point's, see
+            :func:`start_point`).
     """
     arm = get_arm(options.arm)
     check_lanes_arm(arm, options.lanes)
     run = check_trial_run(run, options.objective)
-    base_config = arm.configure(make_config(base or arm.hyperparameters(), run))
+    base_config = arm.configure(make_config(base or start_point(arm, options.resolved_start_from), run))
     study = open_study(options, arm.name, run, base_config.hyperparameters)
     with tracking.quiet_mlflow():
         import mlflow
@@ -91,8 +93,20 @@ def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Any)
             + (f"resuming with {found} finished trials" if study.trials else "new"),
             flush=True,
         )
-    start_study(study, options.start_from, base, options.worker, space_of(get_arm(options.arm)))
+    start_study(study, options.resolved_start_from, base, options.worker, space_of(get_arm(options.arm)))
     return study
+
+
+def start_point(arm: ArmProtocol, start_from: str) -> Any:
+    """The hyperparameters a study starts from: the arm's defaults with the preset ``start_from``'s over them
+    (``""``: the defaults). The settings the arm's search space does not set keep these values in every trial, so
+    that a study of a library arm started from its like-for-like preset keeps that preset's network and input."""
+    defaults = arm.hyperparameters()
+    if not start_from:
+        return defaults
+    from ..presets import load_preset
+
+    return dataclasses.replace(defaults, **load_preset(start_from, arm.name).hyperparameters)
 
 
 def study_parent_run(options: TuneOptions, arm: ArmProtocol, run: RunSettings) -> str:

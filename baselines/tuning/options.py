@@ -47,7 +47,10 @@ class TuneOptions:
         PENALTY_SECONDS, "time-to-solved: an unsolved trial scores its wall seconds plus 1 to 2 times this"
     )
     start_from: str | None = field(
-        "quick", "a preset (name or file) whose hyperparameters a new study tries first, a known-good point ('': none)"
+        None,
+        "a preset (name or file): a new study tries its hyperparameters first (a known-good point) and takes the "
+        "settings its space does not search from it ('': none, the arm's defaults; default: quick, or a plug-in "
+        "arm's own tuned preset)",
     )
     trials_per_program: int | None = field(
         None,
@@ -90,11 +93,9 @@ class TuneOptions:
         ):
             raise ValueError(f"penalty_seconds={penalty!r} is out of range: expected a finite number >= 0")
         check_at_least("worker", self.worker, 0)
-        if self.start_from:
-            from ..presets import NAMES
-
-            if self.start_from not in NAMES and not pathlib.Path(self.start_from).is_file():
-                raise ValueError(f"start_from={self.start_from!r} is neither one of {list(NAMES)} nor a file")
+        start = self.resolved_start_from
+        if start and start not in self.start_names and not pathlib.Path(start).is_file():
+            raise ValueError(f"start_from={start!r} is neither one of {list(self.start_names)} nor a file")
         check_at_least("confirm_top", self.confirm_top, 0)
         check_at_least("confirm_seeds", self.confirm_seeds, 1)
         if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
@@ -113,6 +114,26 @@ class TuneOptions:
             return self.trials_per_program
         arm = get_arm(self.arm)
         return DEFAULT_TRIALS_PER_PROGRAM if arm.seeds_in_one_run and arm.steps_pure_functions else 1
+
+    @property
+    def start_names(self) -> tuple[str, ...]:
+        """The preset names a study of this arm can start from: a plug-in's own, and the built-in ones where the arm
+        takes DQN's hyperparameters."""
+        from ..config import Hyperparameters
+        from ..presets import NAMES, hyperparameters_of, own_presets
+
+        own = tuple(own_presets(self.arm))
+        return (*own, *NAMES) if hyperparameters_of(self.arm) is Hyperparameters else own
+
+    @property
+    def resolved_start_from(self) -> str:
+        """The preset the study starts from (``""``: none): ``start_from``, else ``quick`` where the arm takes DQN's
+        hyperparameters, else the arm's own ``tuned`` preset if it has one (the built-in presets are DQN's
+        settings, which a plug-in's own dataclass does not take)."""
+        if self.start_from is not None:
+            return self.start_from
+        names = self.start_names
+        return "quick" if "quick" in names else ("tuned" if "tuned" in names else "")
 
     @property
     def resolved_study_name(self) -> str:

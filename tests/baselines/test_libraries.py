@@ -174,3 +174,33 @@ def test_its_search_space_samples_its_own_hyperparameters(name):
     for coordinate in arm.search_space:  # every coordinate set the field it names, within its range
         value = coordinate.scale.coordinate(getattr(sampled, coordinate.target))
         assert coordinate.low - 1e-9 <= value <= coordinate.high + 1e-9, coordinate.name
+
+
+@pytest.mark.parametrize("name", list(LIBRARIES))
+def test_its_study_starts_from_its_own_preset_and_keeps_what_its_space_does_not_search(name):
+    needs("optuna")
+    from doors_gym_baselines.tuning import TuneOptions
+    from doors_gym_baselines.tuning.command import start_point
+
+    arm = ARMS[name]
+    assert TuneOptions(arm=name).resolved_start_from == "tuned"  # not DQN's quick, which its dataclass cannot take
+    assert TuneOptions(arm=name, start_from="").resolved_start_from == ""
+    with pytest.raises(ValueError, match=r"start_from='quick' is neither one of \['defaults'"):
+        TuneOptions(arm=name, start_from="quick")
+    shared = start_point(arm, TuneOptions(arm=name, start_from="shared").resolved_start_from)
+    searched = {coordinate.target for coordinate in arm.search_space}
+    preset = load_preset("shared", name).hyperparameters
+    kept = {key: value for key, value in preset.items() if key not in searched}
+    assert kept and all(getattr(shared, key) == value or tuple(getattr(shared, key)) == tuple(value)
+                        for key, value in kept.items())
+    assert start_point(arm, "") == arm.hyperparameters()
+    if "observation" in kept:  # the like-for-like input (one-hot), not the library's default (cell codes)
+        assert shared.observation == "flat" != arm.hyperparameters().observation
+
+
+def test_a_study_of_our_arms_still_starts_from_quick():
+    needs("optuna")
+    from doors_gym_baselines.tuning import TuneOptions
+
+    assert TuneOptions(arm="flax-numpy").resolved_start_from == "quick"
+    assert TuneOptions(arm="flax-numpy", start_from="shared").resolved_start_from == "shared"
