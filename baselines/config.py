@@ -86,7 +86,10 @@ class Hyperparameters:
     )
     double_dqn: bool = field(False, "Double DQN: the online network picks the next action, the target values it")
     lr_end_fraction: float = field(
-        1.0, "learning rate at the last update, as a fraction of learning_rate (linear decay; 1: constant)"
+        1.0, "learning rate at the end of its decay, as a fraction of learning_rate (linear decay; 1: constant)"
+    )
+    lr_decay_fraction: float = field(
+        1.0, "share of the run's updates over which the learning rate decays, then stays at its end (1: all of them)"
     )
     max_grad_norm: float = field(0.0, "clip the gradients' global norm to this (0: no clipping)")
     learning_starts: int = field(5_000, "env steps before the first update")
@@ -113,8 +116,10 @@ class Hyperparameters:
             )
         for name in ("gamma", "start_epsilon", "end_epsilon", "exploration_fraction", "lr_end_fraction"):
             check_fraction(name, getattr(self, name))
-        if isinstance(self.tau, bool) or not (isinstance(self.tau, (int, float)) and 0.0 < self.tau <= 1.0):
-            raise ValueError(f"tau={self.tau!r} is out of range: expected a number in (0, 1]")
+        for name in ("tau", "lr_decay_fraction"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
+                raise ValueError(f"{name}={value!r} is out of range: expected a number in (0, 1]")
         norm = self.max_grad_norm
         if isinstance(norm, bool) or not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
             raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a finite number >= 0 (0: no clipping)")
@@ -127,6 +132,8 @@ class Hyperparameters:
     def describe(self) -> str:
         """The hyperparameters in their natural units, in one line for people (the field names are in the files)."""
         decay = "" if self.lr_end_fraction >= 1.0 else f", decaying to {self.lr_end_fraction:.0%}"
+        if decay and self.lr_decay_fraction < 1.0:
+            decay += f" over the first {self.lr_decay_fraction:.0%} of the updates"
         target = "copy" if self.tau >= 1.0 else f"tau {self.tau:.2g}"
         extras = ["double DQN"] if self.double_dqn else []
         if self.max_grad_norm > 0:
@@ -324,6 +331,13 @@ class DQNConfig(Config):
             return 0
         start = -(-first // hyper.train_frequency) * hyper.train_frequency  # first multiple of train_frequency
         return max(0, -(-(self.num_iterations - start) // hyper.train_frequency))
+
+    @property
+    def lr_decay_updates(self) -> int:
+        """Updates over which the learning rate decays linearly (``lr_decay_fraction`` of the span from the first
+        update to the last), at least 1: update ``k`` runs at ``learning_rate * (1 - (1 - lr_end_fraction) *
+        min(1, k / lr_decay_updates))`` in every arm."""
+        return max(1, round(self.hyperparameters.lr_decay_fraction * (self.num_updates - 1)))
 
     def epsilon(self, step: Any, xp: Any = np) -> Any:
         """Linearly decayed exploration rate at env step ``step`` (NumPy's ``xp`` or ``jax.numpy`` in a trace)."""

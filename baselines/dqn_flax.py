@@ -95,14 +95,14 @@ class LearnerState(NamedTuple):
 def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
     """Adam or SGD at the config's learning rate, decayed linearly and after gradient clipping if asked.
 
-    The decay reaches ``lr_end_fraction`` of the rate at the run's last update,
-    as the torch arms' scheduler does; clipping bounds the gradients' global norm.
+    The decay reaches ``lr_end_fraction`` of the rate after ``config.lr_decay_updates`` updates (the run's last
+    one by default) and stays there, as the torch arms' scheduler does; clipping bounds the gradients' global norm.
     """
     hyper = config.hyperparameters
     rate: Any = hyper.learning_rate
     if hyper.lr_end_fraction < 1.0:
         end = hyper.learning_rate * hyper.lr_end_fraction
-        rate = optax.linear_schedule(hyper.learning_rate, end, max(1, config.num_updates - 1))
+        rate = optax.linear_schedule(hyper.learning_rate, end, config.lr_decay_updates)
     optimizer = (optax.adam if hyper.optimizer == "adam" else optax.sgd)(rate)
     if hyper.max_grad_norm > 0:
         return optax.chain(optax.clip_by_global_norm(hyper.max_grad_norm), optimizer)

@@ -128,16 +128,17 @@ def make_optimizer(config: DQNConfig, parameters: Any, device: torch.device) -> 
 
 
 def make_scheduler(config: DQNConfig, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
-    """The linear learning-rate decay to ``lr_end_fraction`` at the run's last update (None when constant).
+    """The linear learning-rate decay to ``lr_end_fraction`` (None when constant), reached after
+    ``config.lr_decay_updates`` updates (the run's last one by default).
 
     Stepped after every update: update ``k`` (from 0) runs at
-    ``learning_rate * (1 - (1 - lr_end_fraction) * min(1, k / (num_updates - 1)))``, as optax's
+    ``learning_rate * (1 - (1 - lr_end_fraction) * min(1, k / lr_decay_updates))``, as optax's
     ``linear_schedule`` gives the Flax arms.
     """
     hyper = config.hyperparameters
     if hyper.lr_end_fraction >= 1.0:
         return None
-    span = max(1, config.num_updates - 1)
+    span = config.lr_decay_updates
     drop = 1.0 - hyper.lr_end_fraction
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 - drop * min(1.0, k / span))
 

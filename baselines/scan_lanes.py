@@ -37,7 +37,8 @@ PER_LANE = (
 
 
 class LaneHyper(NamedTuple):
-    """The per-lane hyperparameters (each an array, one value per lane once stacked), and each lane's updates."""
+    """The per-lane hyperparameters (each an array, one value per lane once stacked), and the updates over which
+    each lane's learning rate decays (``DQNConfig.lr_decay_updates``)."""
 
     gamma: Any
     learning_rate: Any
@@ -48,7 +49,7 @@ class LaneHyper(NamedTuple):
     learning_starts: Any
     exploration_fraction: Any
     double_dqn: Any
-    num_updates: Any
+    decay_updates: Any
 
 
 def lane_values(configs: Sequence[DQNConfig]) -> LaneHyper:
@@ -71,7 +72,7 @@ def lane_values(configs: Sequence[DQNConfig]) -> LaneHyper:
     columns = {name: [getattr(config.hyperparameters, name) for config in configs] for name in PER_LANE}
     dtypes = {"target_update": np.int32, "learning_starts": np.int32, "double_dqn": bool}
     arrays = {name: np.asarray(values, dtypes.get(name, np.float32)) for name, values in columns.items()}
-    return LaneHyper(**arrays, num_updates=np.asarray([config.num_updates for config in configs], np.int32))
+    return LaneHyper(**arrays, decay_updates=np.asarray([config.lr_decay_updates for config in configs], np.int32))
 
 
 def program_config(configs: Sequence[DQNConfig]) -> DQNConfig:
@@ -124,7 +125,7 @@ def lane_learning_step(network: QNetwork, config: DQNConfig) -> Callable:
         clip = (lane.max_grad_norm > 0) & (norm >= lane.max_grad_norm)
         grads = jax.tree.map(lambda g: jnp.where(clip, g / norm * lane.max_grad_norm, g), grads)
         changes, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        progress = jnp.minimum(state.updates / jnp.maximum(1, lane.num_updates - 1), 1.0)
+        progress = jnp.minimum(state.updates / lane.decay_updates, 1.0)
         rate = lane.learning_rate * (1.0 - (1.0 - lane.lr_end_fraction) * progress)
         params = optax.apply_updates(state.params, jax.tree.map(lambda change: -rate * change, changes))
         updates = state.updates + 1

@@ -37,6 +37,7 @@ STABILISERS = {
     "Polyak": {"tau": 0.3},
     "lr decay, adam": {"lr_end_fraction": 0.1, "learning_rate": 1e-2},
     "lr decay, sgd": {"lr_end_fraction": 0.0, "learning_rate": 0.5, "optimizer": "sgd"},
+    "lr decay ending early": {"lr_end_fraction": 0.1, "lr_decay_fraction": 0.5, "learning_rate": 1e-2},
     "clipping": {"max_grad_norm": 0.05},
     "mse": {"loss": "mse", "learning_rate": 1e-2},
     # With SGD: Adam's steps on near-zero gradients magnify float noise past any fair tolerance.
@@ -66,7 +67,7 @@ class Reference:
         self.target = copy.deepcopy(self.network)
         optimizer = torch.optim.Adam if hyper.optimizer == "adam" else torch.optim.SGD
         self.optimizer = optimizer(self.network.parameters(), lr=hyper.learning_rate, foreach=False)
-        span = max(1, config.num_updates - 1)
+        span = max(1, round(hyper.lr_decay_fraction * (config.num_updates - 1)))
         drop = 1.0 - hyper.lr_end_fraction
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda k: 1.0 - drop * min(1.0, k / span))
         self.hyper = hyper
@@ -222,19 +223,29 @@ def test_every_arm_takes_the_reference_update(stabiliser, arm, fixed_batch):
         assert any(not np.allclose(a, b, rtol=1e-4, atol=1e-6) for (a, _), (b, _) in zip(ours, theirs))
 
 
-def test_the_learning_rate_decays_linearly_to_its_end_fraction_at_the_last_update(fixed_batch):
-    config = DQNConfig.of(**SMALL, lr_end_fraction=0.25, learning_rate=1e-2)
+@pytest.mark.parametrize(
+    ("decay_fraction", "want"),
+    [
+        (1.0, np.linspace(1e-2, 2.5e-3, UPDATES)),  # to its end at the last update
+        (0.5, [1e-2, 6.25e-3, 2.5e-3, 2.5e-3, 2.5e-3]),  # over half the span, then held
+    ],
+)
+def test_the_learning_rate_decays_linearly_to_its_end_fraction_then_holds(fixed_batch, decay_fraction, want):
+    config = DQNConfig.of(**SMALL, lr_end_fraction=0.25, lr_decay_fraction=decay_fraction, learning_rate=1e-2)
     learner = TorchLearner(config)
     rates = []
     for step in range(config.num_updates):
         rates.append(float(learner.optimizer.param_groups[0]["lr"]))
         learner.update(fixed_batch(size=BATCH, seed=step))
-    np.testing.assert_allclose(rates, np.linspace(1e-2, 2.5e-3, UPDATES), rtol=1e-6)
+    np.testing.assert_allclose(rates, want, rtol=1e-6)
 
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("tau", 0.0), ("tau", 1.5), ("lr_end_fraction", -0.1), ("max_grad_norm", -1.0), ("max_grad_norm", float("nan"))],
+    [
+        ("tau", 0.0), ("tau", 1.5), ("lr_end_fraction", -0.1), ("lr_decay_fraction", 0.0), ("lr_decay_fraction", 1.2),
+        ("max_grad_norm", -1.0), ("max_grad_norm", float("nan")),
+    ],  # fmt: skip
 )
 def test_bad_stabiliser_values_name_the_field_and_the_range(field, value):
     with pytest.raises(ValueError, match=rf"{field}=.* is out of range: expected"):
