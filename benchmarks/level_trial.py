@@ -1,12 +1,16 @@
-"""One arm, one seed, at one level: the learning curve of a candidate preset (how the level presets were chosen).
+"""One arm at one level: the learning curve of a candidate preset (how the level presets were chosen).
 
-Trains ``--arm`` at ``--level`` with ``shared.yml``'s hyperparameters and ``--set NAME=VALUE`` on top (values
-read as YAML: ``--set hidden_sizes=[256,256] --set gamma=0.95``), without stopping when solved, and prints
-each evaluation: env steps, wall seconds, greedy success, greedy step reward, rolling reward, solved (the
-level's bar).
+Trains ``--arm`` at ``--level`` with ``--preset``'s hyperparameters (default: the level's shared preset,
+``shared.yml``'s with ``hyperparams/level-<level>.yml`` on top) and ``--set
+NAME=VALUE`` on top (values read as YAML: ``--set hidden_sizes=[256,256] --set gamma=0.98``), without stopping
+when solved, and prints each evaluation as it comes (so a probe cut short still shows its curve): env steps,
+wall seconds, greedy success, greedy step reward, rolling reward, solved (the level's bar). ``--seeds N`` trains
+seeds ``--seed`` to ``--seed + N - 1`` together in one run (arms that train seeds together, as ``flax-scan``)
+and prints each seed's success and rolling reward.
 
     python benchmarks/level_trial.py --arm flax-numpy --level Random --steps 1000000 --eval-every 50000 \
-        --set hidden_sizes=[256,256] --set gamma=0.95
+        --preset shared --set hidden_sizes=[256,256] --set gamma=0.95
+    python benchmarks/level_trial.py --arm flax-scan --level 3Walls --steps 8000000 --eval-every 250000 --seeds 3
 """
 
 from __future__ import annotations
@@ -18,17 +22,50 @@ import yaml
 from doors_gym.levels import LEVEL_NAMES, get_level
 from doors_gym_baselines.arms import ARMS, get_arm
 from doors_gym_baselines.config import level_run
-from doors_gym_baselines.metrics import solved_reward
-from doors_gym_baselines.presets import SHARED, load_preset
+from doors_gym_baselines.metrics import HistoryRow, solved_reward
+from doors_gym_baselines.presets import level_preset, load_preset
+
+
+class LivePrinter:
+    """A :class:`~doors_gym_baselines.harness.Reporter` that prints each evaluation's row as it is made."""
+
+    def __init__(self, seeds: int) -> None:
+        self.seeds = seeds
+        self.last_step = -1
+        per_seed = " | success by seed | rolling by seed" if seeds > 1 else ""
+        print(f"| env steps | wall s | greedy success | greedy step reward | rolling reward | solved{per_seed} |")
+        print("|---:|---:|---:|---:|---:|---|" + ("---|---|" if seeds > 1 else ""), flush=True)
+
+    def observe(self, row: HistoryRow) -> float:
+        self.last_step = int(row.step)
+        line = (
+            f"| {row.step} | {row.seconds:.1f} | {row.greedy_success_rate:.3f} | {row.greedy_step_reward:.3f} "
+            f"| {row.rolling_reward:.3f} | {row.solved}"
+        )
+        if self.seeds > 1:
+            line += " | " + " ".join(f"{seed.greedy_success_rate:.3f}" for seed in row.per_seed)
+            line += " | " + " ".join(f"{seed.rolling_reward:.3f}" for seed in row.per_seed)
+        print(line + " |", flush=True)
+        return row.greedy_step_reward
+
+    def report(self, value: float, step: int) -> None:
+        pass
+
+    def should_prune(self) -> bool:
+        return False
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arm", choices=tuple(ARMS), default="flax-numpy")
     parser.add_argument("--level", choices=LEVEL_NAMES, default="Random")
+    parser.add_argument(
+        "--preset", default=None, help="the hyperparameters the changes go on top of, a name or file (default: the level's)"
+    )
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--eval-every", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=1, help="seeds trained together in one run (from --seed)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
     changes = {}
@@ -37,21 +74,22 @@ def main() -> None:
         parsed = yaml.safe_load(value)
         changes[name] = tuple(parsed) if isinstance(parsed, list) else parsed
     arm = get_arm(args.arm)
-    config = load_preset(SHARED, arm.name).config(None)
+    preset = level_preset(args.level) if args.preset is None else load_preset(args.preset, arm.name)
+    config = preset.config(None)
     layout = level_run(get_level(args.level))
     config = config.replace(
-        total_steps=args.steps, eval_every=args.eval_every, seed=args.seed, quiet=True, stop_when_solved=False,
-        **layout, **changes,
+        total_steps=args.steps, eval_every=args.eval_every, seed=args.seed, num_seeds=args.seeds, quiet=True,
+        stop_when_solved=False, **layout, **changes,
     )
-    print(f"{arm.name} at {args.level}, seed {args.seed}, changes {changes}; bar {solved_reward(config.params)}")
-    result = arm.train(config)
-    print("| env steps | wall s | greedy success | greedy step reward | rolling reward | solved |")
-    print("|---:|---:|---:|---:|---:|---|")
-    for row in result.history:
-        print(
-            f"| {row.step} | {row.seconds:.1f} | {row.greedy_success_rate:.3f} | {row.greedy_step_reward:.3f} "
-            f"| {row.rolling_reward:.3f} | {row.solved} |"
-        )
+    print(
+        f"{arm.name} at {args.level}, seeds {args.seed}-{args.seed + args.seeds - 1}, preset {preset.name}, "
+        f"changes {changes}; bar {solved_reward(config.params)}",
+        flush=True,
+    )
+    printer = LivePrinter(args.seeds)
+    result = arm.train(config, printer)
+    if result.history and int(result.history[-1].step) != printer.last_step:  # the final evaluation, not reported
+        printer.observe(result.history[-1])
     print(f"env steps per second {result.env_steps / result.wall_seconds:,.0f}")
 
 
