@@ -112,14 +112,16 @@ SEARCH_SPACE = (
     Range("learning_rate", 1e-4, 1e-2, log=True),
     Range("one_minus_gamma", 0.05, 0.2, log=True, hyperparameter="gamma", scale=ONE_MINUS),
     Range("log2_batch_size", 5, 8, integer=True, hyperparameter="batch_size", scale=POWER_OF_TWO),
-    Range("log2_n_envs", 0, 5, integer=True, hyperparameter="n_envs", scale=POWER_OF_TWO),
     Range("train_freq", 1, 4, integer=True),
     Range("target_update_interval", 200, 5000, log=True, integer=True),
     Range("learning_starts", 500, 10_000, log=True, integer=True),
     Range("exploration_fraction", 0.05, 0.5),
     Range("lr_end_fraction", 0.0, 1.0, scale=LINEAR),
 )
-"""Its tuning coordinates (RL Zoo's DQN sampler's, narrowed to this task; the network stays the preset's)."""
+"""Its tuning coordinates (RL Zoo's DQN sampler's, narrowed to this task; the network stays the preset's). As in RL
+Zoo, whose sampler takes ``n_envs`` as given, the number of envs is the start preset's (16), not searched: a trial
+of one env makes 16 times the updates of one of 16 at the same train frequency (200k of them: about 20 minutes
+at the 5.9 ms per update SB3 takes here, against 1.2 minutes for 16 envs)."""
 
 ARM = LibraryArm(
     "sb3-dqn",
