@@ -204,3 +204,33 @@ def test_a_study_of_our_arms_still_starts_from_quick():
 
     assert TuneOptions(arm="flax-numpy").resolved_start_from == "quick"
     assert TuneOptions(arm="flax-numpy", start_from="shared").resolved_start_from == "shared"
+
+
+def test_a_study_of_a_library_arm_writes_its_own_preset_that_compare_loads(tmp_path):
+    needs("optuna")
+    needs(LIBRARIES["sb3-dqn"])
+    from doors_gym_baselines.config import RunSettings
+    from doors_gym_baselines.tuning import TuneOptions, tune
+
+    name, arm = "sb3-dqn", ARMS["sb3-dqn"]
+    options = TuneOptions(
+        arm=name, n_trials=2, storage=f"sqlite:///{tmp_path / 'optuna.db'}",
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", models=False, preset_out=str(tmp_path / "tuned.yml"),
+        confirm_top=1, confirm_seeds=1, verbose=False,
+    )  # fmt: skip
+    study = tune(options, RunSettings(seed=3, total_steps=TOTAL_STEPS, eval_every=EVAL_EVERY, hold_out_steps=1000))
+    assert len(study.trials) == 2
+    start = load_preset("tuned", name).hyperparameters  # the study's first point and its fixed settings
+    written = load_preset(str(tmp_path / "tuned.yml"), name)
+    hyper = written.config(None, arm.hyperparameters).hyperparameters
+    assert isinstance(hyper, arm.hyperparameters)
+    winner = study.trials[written.study["trial"]]
+    searched = {coordinate.target for coordinate in arm.search_space}
+    for coordinate in arm.search_space:  # the winner's point, in the arm's own settings
+        assert coordinate.scale.coordinate(getattr(hyper, coordinate.target)) == pytest.approx(
+            winner.params[coordinate.name], rel=1e-6
+        ), coordinate.name
+    for key, value in start.items():  # what the space does not search is the start preset's
+        if key not in searched:
+            assert getattr(hyper, key) == (tuple(value) if isinstance(value, list) else value), key
+    assert hyper.n_envs == 16 and "n_envs" not in searched
