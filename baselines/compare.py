@@ -362,7 +362,8 @@ def report(plan: Plan, results: Sequence[reporting.ArmRuns]) -> Report:
     rows = reporting.summarise_all(list(results))
     oracle = reporting.oracle_row(plan.base.params)
     table = reporting.markdown_table(rows, oracle, plan.base, reporting.machine_line())
-    paths = reporting.write_all(pathlib.Path(plan.options.out), table, rows, oracle, list(results))
+    published = reporting.is_study_layout(plan.base)
+    paths = reporting.write_all(pathlib.Path(plan.options.out), table, rows, oracle, list(results), published)
     return Report(rows, oracle, table, paths)
 
 

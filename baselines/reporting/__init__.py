@@ -36,6 +36,7 @@ from .tables import (
     CSV_COLUMNS,
     TERMINAL_WIDTH,
     breakdown_table,
+    is_study_layout,
     machine_line,
     markdown_table,
     terminal_table,
@@ -56,6 +57,7 @@ __all__ = [
     "arm_color",
     "breakdown_table",
     "describe_budget",
+    "is_study_layout",
     "machine_line",
     "markdown_table",
     "oracle_row",
@@ -72,9 +74,15 @@ __all__ = [
 
 
 def write_all(
-    out: pathlib.Path, table: str, rows: list[Summary], oracle: dict[str, float], results: Sequence[ArmRuns]
+    out: pathlib.Path,
+    table: str,
+    rows: list[Summary],
+    oracle: dict[str, float],
+    results: Sequence[ArmRuns],
+    published: bool = True,
 ) -> dict[str, pathlib.Path]:
-    """Writes the table, both CSVs and the plot under ``out``; returns their paths by kind."""
+    """Writes the table, both CSVs and the plot under ``out``; returns their paths by kind. ``published``: the
+    study's figures join the CSV and the plot (only where the layout is the study's, which they speak of)."""
     paths = {
         "markdown": out / "compare.md",
         "csv": out / "compare.csv",
@@ -83,8 +91,8 @@ def write_all(
         "breakdown": out / "time_breakdown.png",
     }
     paths["markdown"].write_text(table)
-    write_csv(rows, oracle, paths["csv"])
+    write_csv(rows, oracle, paths["csv"], published)
     write_seed_csv(results, paths["seeds_csv"])
-    plot_curves(results, oracle, paths["plot"])
+    plot_curves(results, oracle, paths["plot"], published)
     plot_breakdown(rows, paths["breakdown"])
     return paths

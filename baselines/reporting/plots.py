@@ -35,8 +35,11 @@ def log_seconds_axis(axis: Any) -> None:
     axis.xaxis.set_minor_formatter(NullFormatter())
 
 
-def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: pathlib.Path) -> None:
-    """Rolling and greedy per-step reward against wall-clock seconds: mean over seeds, min-max band."""
+def plot_curves(
+    results: Sequence[ArmRuns], oracle: dict[str, float], path: pathlib.Path, published: bool = True
+) -> None:
+    """Rolling and greedy per-step reward against wall-clock seconds: mean over seeds, min-max band; with
+    ``published``, the study's figures as stars."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(12, 4.5))  # a figure of its own: no pyplot, no backend chosen for the process
@@ -69,7 +72,7 @@ def plot_curves(results: Sequence[ArmRuns], oracle: dict[str, float], path: path
         axis.set_xlabel("wall-clock seconds of a training run (log scale)")
         axis.set_title(title)
         axis.grid(alpha=0.3)
-    for arm in published_arms():
+    for arm in published_arms() if published else ():
         axes[0].scatter(
             arm.study.wall_seconds,
             arm.study.rolling_reward,

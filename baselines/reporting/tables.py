@@ -183,8 +183,8 @@ CSV_COLUMNS = (
 )
 
 
-def write_csv(rows: list[Summary], oracle: dict[str, float], path: pathlib.Path) -> None:
-    """``compare.csv``: a row per arm, the oracle's, and the study's published rows."""
+def write_csv(rows: list[Summary], oracle: dict[str, float], path: pathlib.Path, published: bool = True) -> None:
+    """``compare.csv``: a row per arm, the oracle's, and (``published``) the study's published rows."""
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
         writer.writeheader()
@@ -199,7 +199,7 @@ def write_csv(rows: list[Summary], oracle: dict[str, float], path: pathlib.Path)
                 **{f"{key}_mean": v for key, v in oracle.items()},
             }
         )
-        for arm in published_arms():
+        for arm in published_arms() if published else ():
             writer.writerow(
                 {
                     "arm": f"published:{arm.name}",

@@ -132,6 +132,8 @@ def test_compare_at_a_level_runs_every_arm_on_its_backends_id(random_compare) ->
     assert outcome.oracle["greedy_success_rate"] == 1.0  # the oracle's row at the level, on its own evaluation
     table = (pathlib.Path(options.out) / "compare.md").read_text()
     assert "steps/s" in table and "Table 2" not in table  # the study's published table speaks of Doors-v0 only
+    with open(pathlib.Path(options.out) / "compare.csv") as handle:
+        assert not [row for row in csv.DictReader(handle) if row["arm"].startswith("published:")]  # nor its figures
 
 
 def test_compare_at_a_level_uses_the_levels_layout_preset_and_bar() -> None:
