@@ -9,7 +9,8 @@
 #
 #   bash benchmarks/tune_presets.sh                       # every DQN arm of this package
 #   bash benchmarks/tune_presets.sh flax-scan torch-numpy # some arms
-#   TRIALS=20 CONFIRM=3 bash benchmarks/tune_presets.sh sb3-dqn sbx-dqn rejax-dqn rejax-pqn
+#   TRIALS=20 CONFIRM=3 bash benchmarks/tune_presets.sh sb3-dqn sbx-dqn rejax-dqn
+#   TUNE_ARGS="--total-steps 2000000 --eval-every 25000 --hold-out-steps 50000" bash benchmarks/tune_presets.sh rejax-pqn
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
@@ -17,6 +18,7 @@ OUT=${OUT:-out/tuning}
 TRIALS=${TRIALS:-40}
 CONFIRM=${CONFIRM:-5}
 RESULTS=benchmarks/results/tuning
+read -r -a extra <<< "${TUNE_ARGS:-}"
 arms=("$@")
 [ ${#arms[@]} -gt 0 ] || arms=(flax-scan torch-numpy flax-numpy flax-jax torch-compile torch-jax)
 mkdir -p "$OUT" "$RESULTS"
@@ -27,9 +29,9 @@ print(own_presets(sys.argv[1]).get("tuned") or tuned_path(sys.argv[1]))' "$arm")
   command=("$BIN/doors-gym" tune --arm "$arm" --n-trials "$TRIALS"
     --storage "sqlite:///$OUT/optuna.db" --tracking-uri "sqlite:///$OUT/mlflow.db" --no-models
     --confirm-top "$CONFIRM" --confirm-seeds 3
-    --preset-out "$preset_out" --summary-out "$RESULTS/$arm")
+    --preset-out "$preset_out" --summary-out "$RESULTS/$arm" "${extra[@]}")
   start=$(date +%s)
   "${command[@]}"
-  echo "| $arm | \`doors-gym tune --arm $arm --n-trials $TRIALS --confirm-top $CONFIRM --confirm-seeds 3 ...\` | $(( $(date +%s) - start )) s | $(date -u +%FT%TZ) |" \
+  echo "| $arm | \`doors-gym tune --arm $arm --n-trials $TRIALS --confirm-top $CONFIRM --confirm-seeds 3${TUNE_ARGS:+ $TUNE_ARGS} ...\` | $(( $(date +%s) - start )) s | $(date -u +%FT%TZ) |" \
     >> "$RESULTS/wall_times.md"
 done
