@@ -23,9 +23,9 @@ arms=("$@")
 [ ${#arms[@]} -gt 0 ] || arms=(flax-scan torch-numpy flax-numpy flax-jax torch-compile torch-jax)
 mkdir -p "$OUT" "$RESULTS"
 for arm in "${arms[@]}"; do
-  preset_out=$("$BIN/python" -c 'import sys
+  preset_out=$("$BIN/python" -c 'import os, sys
 from doors_gym_baselines.presets import own_presets, tuned_path
-print(own_presets(sys.argv[1]).get("tuned") or tuned_path(sys.argv[1]))' "$arm")
+print(os.path.relpath(own_presets(sys.argv[1]).get("tuned") or tuned_path(sys.argv[1])))' "$arm")
   command=("$BIN/doors-gym" tune --arm "$arm" --n-trials "$TRIALS"
     --storage "sqlite:///$OUT/optuna.db" --tracking-uri "sqlite:///$OUT/mlflow.db" --no-models
     --confirm-top "$CONFIRM" --confirm-seeds 3
