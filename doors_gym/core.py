@@ -54,6 +54,10 @@ DEFAULT_MAX_EPISODE_STEPS = 60
 DEFAULT_N_WALLS = 1
 DOOR_MODES = ("fixed", "random")
 """``doors="fixed"``: every wall's gaps at ``door_cols``; ``"random"``: each wall's set drawn at every reset."""
+START_MODES = ("bottom", "anywhere")
+"""Where ``reset(options={"start": ...})`` puts the agent: ``"bottom"``, the episode start of SPEC.md (the default),
+or ``"anywhere"``, a training-only start distribution (exploring starts): the agent's row is drawn uniformly from
+:func:`start_rows`, its column, the goal and the doors as at a default start. Evaluation always starts ``"bottom"``."""
 
 
 class _DefaultTimeLimit:
@@ -603,6 +607,16 @@ def truncated(params: DoorsParams, state: DoorsState) -> Any:
     if params.max_episode_steps is None:
         return state.time < 0  # all False, with the batch shape and dtype of a comparison
     return state.time >= params.max_episode_steps
+
+
+@functools.lru_cache(maxsize=64)
+def start_rows(params: DoorsParams) -> np.ndarray:
+    """The rows a ``start="anywhere"`` reset draws the agent's row from, uniformly: rows ``1..H-1`` that hold no
+    wall (never the goal's row 0, never a wall row, so never the goal's cell nor a wall), ``(k,)`` int32, read-only."""
+    walls = set(params.wall_rows)
+    rows = np.array([row for row in range(1, params.height) if row not in walls], dtype=POSITION_DTYPE)
+    rows.setflags(write=False)
+    return rows
 
 
 def start_columns(params: DoorsParams, start_index: Any) -> tuple[Any, Any]:

@@ -16,9 +16,9 @@ from gymnasium.error import ResetNeeded
 from doors_gym import core, pixels
 from doors_gym.core import NUM_ACTIONS, WALL, DoorsParams, DoorsState
 
-RESET_OPTIONS = ("agent_pos", "goal_pos")
+RESET_OPTIONS = ("agent_pos", "goal_pos", "start")
 """Keys of a single env's ``reset(options=...)``."""
-VECTOR_RESET_OPTIONS = ("reset_mask",)
+VECTOR_RESET_OPTIONS = ("reset_mask", "start")
 """Keys of a vector env's ``reset(options=...)``."""
 
 
@@ -172,14 +172,31 @@ def parse_reset_options(params: DoorsParams, options: Mapping[str, Any] | None) 
     layout = core.layout_grid(params) if not params.random_doors else _full_walls(params)
     positions = {
         key: check_position(params, f"options[{key!r}]", options[key], layout)
-        for key in RESET_OPTIONS
+        for key in ("agent_pos", "goal_pos")
         if key in options
     }
+    if start_mode(options) != "bottom" and "agent_pos" in positions:
+        raise ValueError(
+            f"options start={options['start']!r} and agent_pos={positions['agent_pos']} both place the agent: "
+            "expected one of them"
+        )
     if positions.get("agent_pos") is not None and positions.get("agent_pos") == positions.get("goal_pos"):
         raise ValueError(
             f"options agent_pos={positions['agent_pos']} equals goal_pos: the agent may not start on the goal"
         )
     return positions
+
+
+def start_mode(options: Mapping[str, Any] | None) -> str:
+    """``options["start"]`` of a reset, checked against :data:`doors_gym.core.START_MODES` (``"bottom"`` when absent).
+
+    Raises:
+        ValueError: naming the value and the allowed modes.
+    """
+    start = "bottom" if not options else options.get("start", "bottom")
+    if not isinstance(start, str) or start not in core.START_MODES:
+        raise ValueError(f"options start={start!r} is not supported: expected one of {list(core.START_MODES)}")
+    return start
 
 
 def _full_walls(params: DoorsParams) -> np.ndarray:
@@ -281,7 +298,8 @@ def check_num_envs(num_envs: Any) -> int:
 
 
 def parse_vector_reset_options(options: Mapping[str, Any] | None, num_envs: int, has_reset: bool) -> np.ndarray:
-    """The envs a vector ``reset`` resets: ``options["reset_mask"]`` or all of them.
+    """The envs a vector ``reset`` resets: ``options["reset_mask"]`` or all of them (``options["start"]`` is
+    :func:`start_mode`'s).
 
     Raises:
         ValueError: for unknown options or a mask that is not ``(num_envs,)`` bool.
@@ -289,6 +307,7 @@ def parse_vector_reset_options(options: Mapping[str, Any] | None, num_envs: int,
     """
     options = dict(options or {})
     mask = options.pop("reset_mask", None)
+    options.pop("start", None)  # read by start_mode
     if options:
         raise ValueError(f"reset options {sorted(options)} are unknown: expected only {list(VECTOR_RESET_OPTIONS)}")
     if mask is None:

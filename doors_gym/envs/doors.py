@@ -14,7 +14,7 @@ from doors_gym import core, rendering
 from doors_gym.core import NUM_ACTIONS, DoorsParams, DoorsState
 from doors_gym.envs.kernel import advance, draw, step_limit
 from doors_gym.shell import SingleEnvShell, require_reset
-from doors_gym.spaces import EnvKeywords, check_states, make_params, make_spaces, parse_reset_options
+from doors_gym.spaces import EnvKeywords, check_states, make_params, make_spaces, parse_reset_options, start_mode
 
 
 class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
@@ -137,12 +137,17 @@ class DoorsEnv(SingleEnvShell, gym.Env[np.ndarray, int]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Starts an episode; ``options`` may fix ``agent_pos`` and/or ``goal_pos``."""
+        """Starts an episode; ``options`` may fix ``agent_pos`` and/or ``goal_pos``, or ask for
+        ``start="anywhere"`` (a training-only start: the agent's row drawn from :func:`doors_gym.core.start_rows`)."""
         super().reset(seed=seed)
         positions = parse_reset_options(self.params, options)
         agent_col, goal_col = core.start_columns(self.params, int(self.np_random.integers(0, self.params.width**2)))
         doors = core.sample_doors(self.params, self.np_random) if self._random_doors else None
-        agent_row, agent_col = positions.get("agent_pos", (self.params.height - 1, agent_col))
+        agent_row = self.params.height - 1
+        if start_mode(options) == "anywhere":  # drawn after the default start's draws, which it leaves as they were
+            rows = core.start_rows(self.params)
+            agent_row = int(rows[self.np_random.integers(0, rows.size)])
+        agent_row, agent_col = positions.get("agent_pos", (agent_row, agent_col))
         goal_row, goal_col = positions.get("goal_pos", (0, goal_col))
         width = self.params.width
         self._start(agent_row * width + agent_col, goal_row * width + goal_col, 0, doors)

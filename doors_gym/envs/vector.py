@@ -29,6 +29,7 @@ from doors_gym.spaces import (
     make_params,
     make_spaces,
     parse_vector_reset_options,
+    start_mode,
     vector_seeds,
 )
 
@@ -119,16 +120,18 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         """Resets every env (or those in ``options["reset_mask"]``); ``seed`` as in ``SyncVectorEnv``."""
         seeds = vector_seeds(seed, self.num_envs)
         mask = parse_vector_reset_options(options, self.num_envs, self._has_reset)
+        anywhere = start_mode(options) == "anywhere"
         for index in np.flatnonzero(mask):
             if seeds[index] is not None or self._generators[index] is None:
                 self._generators[index], _ = seeding.np_random(seeds[index])
-        self._reset_envs(np.flatnonzero(mask))
+        self._reset_envs(np.flatnonzero(mask), anywhere)
         self._has_reset = True
         # As SyncVectorEnv: info covers only the envs that were reset.
         return self._observe(), {"distance": np.where(mask, self._distance, 0).astype(np.float64), "_distance": mask}
 
-    def _reset_envs(self, indices: np.ndarray) -> None:
-        """Draws new starts for ``indices`` (one generator call per env, as the single env does)."""
+    def _reset_envs(self, indices: np.ndarray, anywhere: bool = False) -> None:
+        """Draws new starts for ``indices`` (one generator call per env, as the single env does); ``anywhere``:
+        then each env's agent row from :func:`doors_gym.core.start_rows`, as the single env's ``start="anywhere"``."""
         if indices.size == 0:
             return
         width = self.params.width
@@ -141,7 +144,11 @@ class DoorsVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
             draws = np.array([generators[i].integers(0, num_starts) for i in indices.tolist()], dtype=np.intp)
             doors = None
         agent_col, goal_col = core.start_columns(self.params, draws)
-        agent = (self.params.height - 1) * width + agent_col
+        agent_row: Any = self.params.height - 1
+        if anywhere:
+            rows = core.start_rows(self.params)
+            agent_row = rows[np.array([generators[i].integers(0, rows.size) for i in indices.tolist()], dtype=np.intp)]
+        agent = agent_row * width + agent_col
         goal = goal_col
         self._start(indices, agent, goal, np.zeros(indices.size, dtype=np.int64), doors)
 

@@ -98,6 +98,15 @@ def draw_initial(key: Array, shape: tuple[int, ...], params: DoorsParams = DEFAU
     return initial_from_draw(draw_starts(start_key, shape, params), params, draw_doors(doors_key, shape, params))
 
 
+def start_anywhere(key: Array, state: DoorsState, where: Array, params: DoorsParams = DEFAULT_PARAMS) -> DoorsState:
+    """``state`` (start states of any batch shape) with the agent's row drawn uniformly from
+    :func:`doors_gym.core.start_rows` where ``where`` (bool, the batch shape) holds: the ``start="anywhere"``
+    reset of the NumPy envs (a training-only start distribution), its row drawn from ``key``."""
+    rows = jnp.asarray(core.start_rows(params))
+    drawn = rows[jax.random.randint(key, jnp.shape(where), 0, rows.size)]
+    return state._replace(agent_row=jnp.where(where, drawn, state.agent_row))
+
+
 def initial(key: Array, params: DoorsParams = DEFAULT_PARAMS) -> DoorsState:
     """A random start state (agent column and goal column independent and uniform; doors where random)."""
     return draw_initial(key, (), params)

@@ -32,6 +32,7 @@ from doors_gym.spaces import (
     make_params,
     parse_reset_options,
     parse_vector_reset_options,
+    start_mode,
 )
 
 ARRAY_TYPES = ("numpy", "jax")
@@ -101,13 +102,17 @@ class DoorsJaxEnv(SingleEnvShell, gym.Env):
         return np.array(array) if self.array_type == "numpy" else array
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Starts an episode; ``options`` may fix ``agent_pos`` / ``goal_pos`` as in ``Doors-v0``."""
+        """Starts an episode; ``options`` may fix ``agent_pos`` / ``goal_pos`` or set ``start`` as in ``Doors-v0``."""
         super().reset(seed=seed)
         positions = parse_reset_options(self.params, options)
         if seed is not None or self._key is None:
             self._key = _seed_key(seed, self.np_random)
         self._key, reset_key = jax.random.split(self._key)
         obs, state = self._reset_fn(reset_key, self.params)
+        if start_mode(options) == "anywhere":
+            self._key, row_key = jax.random.split(self._key)
+            state = F.start_anywhere(row_key, state, jnp.bool_(True), self.params)
+            obs = F.observation(state, self.params)
         if positions:
             agent_row, agent_col = positions.get("agent_pos", (state.agent_row, state.agent_col))
             goal_row, goal_col = positions.get("goal_pos", (state.goal_row, state.goal_col))
@@ -169,10 +174,13 @@ def _vector_step(
 
 
 def _vector_reset(
-    key: jax.Array, state: DoorsState, needs_reset: jax.Array, mask: jax.Array, params: DoorsParams
+    key: jax.Array, state: DoorsState, needs_reset: jax.Array, mask: jax.Array, params: DoorsParams, anywhere: bool
 ) -> tuple[jax.Array, tuple[jax.Array, DoorsState, jax.Array, jax.Array]]:
     key, start_key = jax.random.split(key)
     fresh = F.draw_initial(start_key, mask.shape, params)
+    if anywhere:
+        key, row_key = jax.random.split(key)
+        fresh = F.start_anywhere(row_key, fresh, mask, params)
     state = F.where_state(mask, fresh, state)
     return key, (F.observation(state, params), state, core.state_distance(state, jnp), needs_reset & ~mask)
 
@@ -235,7 +243,7 @@ class DoorsJaxVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
 
     def _jit_functions(self) -> None:
         self._step_fn = jax.jit(_vector_step, static_argnums=4)
-        self._reset_fn = jax.jit(_vector_reset, static_argnums=4)
+        self._reset_fn = jax.jit(_vector_reset, static_argnums=(4, 5))
 
     _restore = _jit_functions
 
@@ -249,7 +257,7 @@ class DoorsJaxVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
     def reset(
         self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Resets every env (or those in ``options["reset_mask"]``)."""
+        """Resets every env (or those in ``options["reset_mask"]``; ``options["start"]`` as in ``Doors-v0``)."""
         super().reset(seed=seed if seed is None or isinstance(seed, (int, np.integer)) else None)
         if seed is not None and not isinstance(seed, (int, np.integer)):
             raise ValueError(
@@ -261,8 +269,9 @@ class DoorsJaxVectorEnv(VectorEnvShell, gym.vector.VectorEnv):
         state = self._state
         if state is None:
             state = F.draw_initial(jax.random.key(0), (self.num_envs,), self.params)  # replaced: mask is all True
+        anywhere = start_mode(options) == "anywhere"
         self._key, (obs, state, distance, needs_reset) = self._reset_fn(
-            self._key, state, self._needs_reset, jnp.asarray(mask), self.params
+            self._key, state, self._needs_reset, jnp.asarray(mask), self.params, anywhere
         )
         self._state, self._obs, self._needs_reset = state, obs, needs_reset
         # As SyncVectorEnv: info covers only the envs that were reset.
