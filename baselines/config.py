@@ -97,10 +97,21 @@ class Hyperparameters:
     end_epsilon: float = field(0.01, "exploration rate after the decay")
     exploration_fraction: float = field(0.3, "share of total_steps over which epsilon decays linearly")
     hidden_sizes: tuple[int, ...] = field((128, 128), "widths of the hidden layers")
+    n_step: int = field(
+        1, "multi-step returns: the TD target sums up to n_step discounted rewards of one episode (1: one-step DQN)"
+    )
+    restart_prob: float = field(
+        0.0,
+        "exploring starts: the probability that a training episode starts with the agent anywhere (env reset "
+        "option start='anywhere'); such episodes stay out of the rolling reward (0: off, every start as the env's)",
+    )
+    restart_fraction: float = field(
+        0.5, "share of total_steps over which restart_prob decays linearly to 0 (exploring starts only)"
+    )
 
     def __post_init__(self) -> None:
         check_choices(self)
-        for name in ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_update"):
+        for name in ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_update", "n_step"):
             check_at_least(name, getattr(self, name), 1)
         check_at_least("learning_starts", self.learning_starts, 0)
         if not (
@@ -114,9 +125,11 @@ class Hyperparameters:
                 f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: "
                 "expected batch_size <= buffer_size"
             )
-        for name in ("gamma", "start_epsilon", "end_epsilon", "exploration_fraction", "lr_end_fraction"):
+        for name in (
+            "gamma", "start_epsilon", "end_epsilon", "exploration_fraction", "lr_end_fraction", "restart_prob"
+        ):
             check_fraction(name, getattr(self, name))
-        for name in ("tau", "lr_decay_fraction"):
+        for name in ("tau", "lr_decay_fraction", "restart_fraction"):
             value = getattr(self, name)
             if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
                 raise ValueError(f"{name}={value!r} is out of range: expected a number in (0, 1]")
@@ -138,6 +151,12 @@ class Hyperparameters:
         extras = ["double DQN"] if self.double_dqn else []
         if self.max_grad_norm > 0:
             extras.append(f"gradient norm clipped at {self.max_grad_norm:g}")
+        if self.n_step > 1:
+            extras.append(f"{self.n_step}-step returns")
+        if self.restart_prob > 0:
+            extras.append(
+                f"starts anywhere {self.restart_prob:.0%} of episodes, to none at {self.restart_fraction:.0%} of the budget"
+            )
         return ", ".join(
             [
                 f"lr {self.learning_rate:.2g} {self.optimizer}{decay}",
@@ -345,6 +364,20 @@ class DQNConfig(Config):
         duration = max(1.0, hyper.exploration_fraction * self.run.total_steps)
         fraction = xp.minimum(1.0, step / duration)
         return hyper.start_epsilon + fraction * (hyper.end_epsilon - hyper.start_epsilon)
+
+
+    @property
+    def restarts(self) -> bool:
+        """Whether training episodes may start anywhere (``restart_prob > 0``): the loops draw the restarts only then,
+        so a run without them consumes its random streams exactly as before they existed."""
+        return self.hyperparameters.restart_prob > 0
+
+    def restart_probability(self, step: Any, xp: Any = np) -> Any:
+        """The probability that an episode starting after env step ``step`` starts anywhere: ``restart_prob``
+        decayed linearly to 0 over ``restart_fraction`` of ``total_steps`` (NumPy's ``xp`` or ``jax.numpy``)."""
+        hyper = self.hyperparameters
+        duration = max(1.0, hyper.restart_fraction * self.run.total_steps)
+        return hyper.restart_prob * xp.maximum(0.0, 1.0 - step / duration)
 
 
 def level_of(params: DoorsParams) -> Level | None:

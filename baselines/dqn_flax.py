@@ -119,15 +119,17 @@ def make_loss(network: QNetwork, config: DQNConfig):
     hyper = config.hyperparameters
 
     def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...]) -> jax.Array:
-        obs, actions, rewards, next_obs, terminated = batch
+        obs, actions, rewards, next_obs, terminated, *multi_step = batch
         next_q = network.apply(target_params, next_obs)
         if hyper.double_dqn:  # the online network picks the next action, the target network values it
             next_actions = network.apply(params, next_obs).argmax(axis=1)
             next_values = jnp.take_along_axis(next_q, next_actions[:, None], axis=1).squeeze(1)
         else:
             next_values = next_q.max(axis=1)
-        # Bootstrap through truncation: only termination cuts the return.
-        targets = jax.lax.stop_gradient(rewards + hyper.gamma * next_values * (1.0 - terminated))
+        # Bootstrap through truncation: only termination cuts the return. A multi-step batch brings each
+        # return's discount (gamma ** steps taken) after its summed rewards.
+        discounts = multi_step[0] if multi_step else hyper.gamma
+        targets = jax.lax.stop_gradient(rewards + discounts * next_values * (1.0 - terminated))
         values = jnp.take_along_axis(network.apply(params, obs), actions[:, None], axis=1).squeeze(1)
         if hyper.loss == "huber":
             return optax.huber_loss(values, targets, delta=1.0).mean()
@@ -241,6 +243,8 @@ class FlaxLearner(FlaxPolicy):
         cells = np.zeros((size, width), dtype=CELLS_DTYPE)
         floats = np.zeros(size, dtype=np.float32)
         batch = (cells, np.zeros(size, dtype=np.int64), floats, cells, floats)
+        if hyper.n_step > 1:  # a multi-step batch brings its discounts (as the replay buffer samples it)
+            batch = (*batch, floats)
         self._update = self._update.lower(jax.tree.map(jnp.copy, self.state), batch).compile()
         return time.perf_counter() - start
 

@@ -36,11 +36,11 @@ from .dqn_flax import (
 )
 from .dqn_flax import load_model as load_model
 from .harness import Reporter
-from .harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample
+from .harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample, sample_multi_step
 from .harness.replay import min_episode_steps
 from .metrics import TrainResult
 from .runtime import jax_compilation_cache
-from .scan_lanes import LaneHyper, lane_epsilon, lane_optimizer
+from .scan_lanes import LaneHyper, lane_epsilon, lane_optimizer, lane_restart
 from .scan_lanes import lane_learning_step as lane_step
 from .scan_driver import ScanModel, save_model, train_seeds
 
@@ -59,6 +59,9 @@ class Episodes(NamedTuple):
     success: jax.Array
     normalised: jax.Array
     count: jax.Array
+    counted: jax.Array
+    """``(num_envs,)`` bool: the running episode enters the ring when it ends (it started as the env starts
+    episodes, not anywhere: exploring starts stay out of the rolling reward)."""
 
 
 class Runner(NamedTuple):
@@ -101,11 +104,17 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
     learning_step = lane_step(network, config) if lanes else plain_step(network, optimizer, config)
     init = make_init(config, network, optimizer)
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
+    restarts = config.restarts  # for lanes, any lane's (program_config keeps the largest restart_prob)
     # Only seeds trained together can stop apart; a lone seed's program is left exactly as it was.
     keep = keep_frozen if config.run.num_seeds > 1 or lanes else lambda frozen, old, new: new
 
     def _learn(runner: Runner, key: jax.Array, global_step: jax.Array) -> tuple[Runner, jax.Array]:
-        batch = sample(runner.buffer, key, hyper.batch_size, width)
+        if hyper.n_step > 1:  # the next slot to write is the cursor: this iteration's transitions came before it
+            gamma = runner.lane.gamma if lanes else hyper.gamma
+            cursor = global_step % hyper.buffer_size
+            batch = sample_multi_step(runner.buffer, key, hyper.batch_size, width, hyper.n_step, gamma, cursor)
+        else:
+            batch = sample(runner.buffer, key, hyper.batch_size, width)
         learner, loss = learning_step(runner.learner, batch, runner.lane)
         waiting = runner.frozen | (lanes and global_step <= runner.lane.learning_starts)
         return runner._replace(learner=keep(waiting, runner.learner, learner)), loss
@@ -116,12 +125,25 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
         epsilon = lane_epsilon(config, runner.lane, global_step) if lanes else config.epsilon(global_step, jnp)
         greedy = network.apply(runner.learner.params, cells_of_states(runner.env_state, width)).argmax(axis=1)
         actions = epsilon_greedy(greedy, epsilon, explore_key, random_key)
-        _, env_state, reward, terminated, truncated, info = F.batch_step(step_key, runner.env_state, actions, params)
+        restarted = None
+        if restarts:  # F.batch_step's draw from its own piece of the key, then the restarts from theirs
+            fresh_key, restart_key, row_key = jax.random.split(step_key, 3)
+            probability = lane_restart(config, runner.lane, global_step) if lanes else config.restart_probability(
+                global_step, jnp
+            )
+            restarted = jax.random.uniform(restart_key, (num_envs,)) < probability
+            fresh = F.start_anywhere(row_key, F.draw_initial(fresh_key, (num_envs,), params), restarted, params)
+            step = jax.vmap(F.step_from_initial, in_axes=(0, 0, 0, None))
+            _, env_state, reward, terminated, truncated, info = step(fresh, runner.env_state, actions, params)
+        else:
+            _, env_state, reward, terminated, truncated, info = F.batch_step(step_key, runner.env_state, actions, params)
         # Every seed writes at the same slots: computed from the (unbatched) iteration, the write is one
         # slice per field, in place, where a per-seed cursor made it a scatter over seeds.
         start = (iteration_index * num_envs) % hyper.buffer_size
-        buffer = add(runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, start)
-        episodes = track(runner.episodes, reward, terminated, truncated, jax.vmap(distance)(env_state), window)
+        ended = truncated if hyper.n_step > 1 else None  # a multi-step return stops at any episode end
+        buffer = add(runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, start, ended)
+        new_distance = jax.vmap(distance)(env_state)
+        episodes = track(runner.episodes, reward, terminated, truncated, new_distance, window, restarted)
         env_state, episodes = keep(runner.frozen, (runner.env_state, runner.episodes), (env_state, episodes))
         runner = runner._replace(env_state=env_state, buffer=buffer, episodes=episodes, key=key)
         learn_now = (global_step > hyper.learning_starts) & (iteration_index % hyper.train_frequency == 0)
@@ -169,6 +191,7 @@ def make_init(
             jnp.zeros(window, bool),
             jnp.zeros(window),
             jnp.int32(0),
+            jnp.ones(num_envs, bool),
         )
         buffer = empty_buffer(env_state, capacity, min_episode_steps=shortest)
         return Runner(learner, env_state, buffer, episodes, loop_key, jnp.bool_(False))
@@ -193,12 +216,18 @@ def track(
     truncated: jax.Array,
     new_distance: jax.Array,
     window: int,
+    restarted: jax.Array | None = None,
 ) -> Episodes:
-    """Adds a step to the running episodes and moves the ended ones into the ring (``window`` slots)."""
+    """Adds a step to the running episodes and moves the ended ones that count into the ring (``window`` slots).
+
+    ``restarted`` (bool ``(num_envs,)``, or None without exploring starts): the envs whose next episode starts
+    anywhere; it will not count.
+    """
     running_return = episodes.running_return + reward
     running_length = episodes.running_length + 1
     done = terminated | truncated
-    slot = jnp.where(done, (episodes.count + jnp.cumsum(done) - 1) % window, window)  # window: dropped
+    kept = done & episodes.counted
+    slot = jnp.where(kept, (episodes.count + jnp.cumsum(kept) - 1) % window, window)  # window: dropped
     put = lambda ring, value: ring.at[slot].set(value, mode="drop")  # noqa: E731
     return Episodes(
         running_return=jnp.where(done, 0.0, running_return),
@@ -208,7 +237,8 @@ def track(
         lengths=put(episodes.lengths, running_length),
         success=put(episodes.success, terminated),
         normalised=put(episodes.normalised, running_return / jnp.maximum(episodes.start_distance, 1e-6)),
-        count=episodes.count + done.sum(),
+        count=episodes.count + kept.sum(),
+        counted=episodes.counted if restarted is None else jnp.where(done, ~restarted, episodes.counted),
     )
 
 

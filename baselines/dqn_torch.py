@@ -213,8 +213,13 @@ class TorchLearner:
         rewards: torch.Tensor,
         next_cells: torch.Tensor,
         terminated: torch.Tensor,
+        discounts: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """The TD loss of a batch, its gradient and the optimizer's step (gradients zeroed before); returns the loss."""
+        """The TD loss of a batch, its gradient and the optimizer's step (gradients zeroed before); returns the loss.
+
+        A multi-step batch (``n_step > 1``) brings each return's ``discounts`` (``gamma ** steps taken``) after
+        its summed rewards; a one-step batch discounts by ``gamma``.
+        """
         with torch.no_grad():
             next_q = self.target_network(next_cells)
             if self.double_dqn:
@@ -222,7 +227,8 @@ class TorchLearner:
                 next_values = next_q.gather(1, next_actions).squeeze(1)
             else:
                 next_values = next_q.max(dim=1).values
-            targets = rewards + self.gamma * next_values * (1.0 - terminated)
+            discount = self.gamma if discounts is None else discounts
+            targets = rewards + discount * next_values * (1.0 - terminated)
         values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
         loss = self.loss_function(values, targets)
         loss.backward()

@@ -66,9 +66,11 @@ class CompiledTorchLearner(TorchLearner):
         cells, next_cells = (stand_in_cells(batch_size, num_cells, self.device, width) for _ in "ab")
         rewards, terminated = torch.zeros(batch_size, device=self.device), torch.zeros(batch_size, device=self.device)
         actions = torch.zeros(batch_size, dtype=torch.int64, device=self.device)
+        # A multi-step batch brings its discounts (one more tensor, as the replay buffer samples it).
+        discounts = (torch.ones(batch_size, device=self.device),) if hyper.n_step > 1 else ()
         for _ in range(2):  # the optimizer's first step initialises its state: a second graph
             self.optimizer.zero_grad()
-            self._step(cells, actions, rewards, next_cells, terminated)
+            self._step(cells, actions, rewards, next_cells, terminated, *discounts)
         self.optimizer.zero_grad()
         with torch.no_grad():
             for tensor, value in zip(self._parameters_in_place(), saved):

@@ -159,20 +159,25 @@ class EpisodeTracker:
 
     ``start(mask, distance)`` marks envs whose episode begins (reset or
     autoreset step), ``record(...)`` adds one step for the envs in ``active``.
+    An episode started with ``counted=False`` (an exploring start, anywhere on the grid) is
+    played and returned by ``record`` but stays out of the rolling figures.
     """
 
     def __init__(self, num_envs: int, rolling_episodes: int) -> None:
         self.returns = np.zeros(num_envs)
         self.lengths = np.zeros(num_envs, dtype=np.int64)
         self.start_distance = np.ones(num_envs)
+        self.counted = np.ones(num_envs, dtype=bool)
         self.window: collections.deque[tuple[float, int, bool, float]] = collections.deque(maxlen=rolling_episodes)
         self.episodes = 0
 
-    def start(self, mask: np.ndarray, distance: np.ndarray) -> None:
-        """Envs in ``mask`` begin an episode at ``distance`` from their goal."""
+    def start(self, mask: np.ndarray, distance: np.ndarray, counted: bool = True) -> None:
+        """Envs in ``mask`` begin an episode at ``distance`` from their goal; it enters the rolling figures when
+        ``counted``."""
         self.returns[mask] = 0.0
         self.lengths[mask] = 0
         self.start_distance[mask] = distance[mask]
+        self.counted[mask] = counted
 
     def record(
         self, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, active: np.ndarray
@@ -184,7 +189,8 @@ class EpisodeTracker:
         finished = []
         for index in np.flatnonzero(ended):
             episode = (float(self.returns[index]), int(self.lengths[index]), bool(terminated[index]))
-            self.window.append((*episode, episode[0] / max(float(self.start_distance[index]), 1e-6)))
+            if self.counted[index]:
+                self.window.append((*episode, episode[0] / max(float(self.start_distance[index]), 1e-6)))
             finished.append(episode[0])
         self.episodes += len(finished)
         return finished

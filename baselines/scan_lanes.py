@@ -32,6 +32,8 @@ PER_LANE = (
     "learning_starts",
     "exploration_fraction",
     "double_dqn",
+    "restart_prob",
+    "restart_fraction",
 )
 """The hyperparameters that may differ between the lanes of one program."""
 
@@ -49,6 +51,8 @@ class LaneHyper(NamedTuple):
     learning_starts: Any
     exploration_fraction: Any
     double_dqn: Any
+    restart_prob: Any
+    restart_fraction: Any
     decay_updates: Any
 
 
@@ -76,10 +80,12 @@ def lane_values(configs: Sequence[DQNConfig]) -> LaneHyper:
 
 
 def program_config(configs: Sequence[DQNConfig]) -> DQNConfig:
-    """The config a program of these lanes is traced with: the first lane's, learning from the earliest start."""
+    """The config a program of these lanes is traced with: the first lane's, learning from the earliest start, with
+    exploring starts drawn where any lane has them (each lane's probability is its own, :func:`lane_restart`)."""
     first = configs[0]
     earliest = min(config.hyperparameters.learning_starts for config in configs)
-    return first.replace(learning_starts=earliest)
+    restarts = max(config.hyperparameters.restart_prob for config in configs)
+    return first.replace(learning_starts=earliest, restart_prob=restarts)
 
 
 def lane_optimizer(config: DQNConfig) -> optax.GradientTransformation:
@@ -95,17 +101,24 @@ def lane_epsilon(config: DQNConfig, lane: LaneHyper, step: jax.Array) -> jax.Arr
     return hyper.start_epsilon + fraction * (hyper.end_epsilon - hyper.start_epsilon)
 
 
+def lane_restart(config: DQNConfig, lane: LaneHyper, step: jax.Array) -> jax.Array:
+    """The lane's probability of exploring starts at env step ``step`` (``DQNConfig.restart_probability``'s)."""
+    duration = jnp.maximum(1.0, lane.restart_fraction * config.run.total_steps)
+    return lane.restart_prob * jnp.maximum(0.0, 1.0 - step / duration)
+
+
 def lane_loss(network: QNetwork, config: DQNConfig) -> Callable:
     """``loss(params, target_params, batch, lane)``: the TD loss with the lane's discount and Double DQN flag."""
     huber = config.hyperparameters.loss == "huber"
 
     def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...], lane: LaneHyper) -> jax.Array:
-        obs, actions, rewards, next_obs, terminated = batch
+        obs, actions, rewards, next_obs, terminated, *multi_step = batch
         next_q = network.apply(target_params, next_obs)
         next_actions = network.apply(params, next_obs).argmax(axis=1)
         double_values = jnp.take_along_axis(next_q, next_actions[:, None], axis=1).squeeze(1)
         next_values = jnp.where(lane.double_dqn, double_values, next_q.max(axis=1))
-        targets = jax.lax.stop_gradient(rewards + lane.gamma * next_values * (1.0 - terminated))
+        discounts = multi_step[0] if multi_step else lane.gamma  # a multi-step batch's gamma ** steps taken
+        targets = jax.lax.stop_gradient(rewards + discounts * next_values * (1.0 - terminated))
         values = jnp.take_along_axis(network.apply(params, obs), actions[:, None], axis=1).squeeze(1)
         if huber:
             return optax.huber_loss(values, targets, delta=1.0).mean()

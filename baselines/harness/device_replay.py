@@ -20,6 +20,9 @@ from doors_gym.core import DoorsState
 from ..cells import CELLS_DTYPE, HIDDEN
 from .replay import LAYOUT_DTYPE, NO_LAYOUT, layouts_per_env
 
+TRUNCATED = 2.0
+"""The flag of a slot whose episode ended there without terminating (stored for multi-step returns only)."""
+
 
 class Buffer(NamedTuple):
     """Transitions ``(state, action, reward, next_state, terminated, layout)``, each ``(capacity, ...)``: the
@@ -113,9 +116,14 @@ def add(
     next_state: DoorsState,
     terminated: jax.Array,
     start: jax.Array,
+    truncated: jax.Array | None = None,
 ) -> Buffer:
     """Writes one transition per env (``action`` is ``(num_envs,)``, every env in order) from slot ``start`` on,
     round the ring; ``next_state`` is the state each transition ended in (its episode's doors: ``state``'s).
+
+    With ``truncated`` (multi-step returns, :func:`sample_multi_step`) the flag stored is :data:`TRUNCATED` where
+    an episode ended without terminating, so that a return never runs past an episode's end; without it, as
+    every one-step arm stores it, 1.0 where terminated, else 0.0.
 
     When the capacity is a multiple of the batch, a batch never wraps around the ring and is written as
     one slice (in place under a donated scan); otherwise slot by slot.
@@ -139,7 +147,7 @@ def add(
         write(buffer.action, action),
         write(buffer.reward, reward),
         put(buffer.next_state, next_state),
-        write(buffer.terminated, terminated.astype(jnp.float32)),
+        write(buffer.terminated, ended_flags(terminated, truncated)),
         jnp.minimum(buffer.size + count, capacity),
         write(buffer.layout, rows),
         layouts,
@@ -164,6 +172,59 @@ def sample(buffer: Buffer, key: jax.Array, batch_size: int, width: int) -> tuple
         cells(buffer.next_state),
         buffer.terminated[index],
     )
+
+
+def ended_flags(terminated: jax.Array, truncated: jax.Array | None) -> jax.Array:
+    """The flag a slot stores: 1.0 where terminated, :data:`TRUNCATED` where truncated only (given), else 0.0."""
+    flags = terminated.astype(jnp.float32)
+    if truncated is None:
+        return flags
+    return jnp.where(truncated & ~terminated, jnp.float32(TRUNCATED), flags)
+
+
+def sample_multi_step(
+    buffer: Buffer, key: jax.Array, batch_size: int, width: int, n_step: int, gamma: Any, cursor: jax.Array
+) -> tuple[jax.Array, ...]:
+    """``(cells, actions, returns, next_cells, terminated, discounts)``: :func:`sample`'s transitions, each
+    followed for up to ``n_step`` steps of its own env and episode (:func:`multi_step_batch`).
+
+    Slots are written a vector step at a time, env by env (:func:`add` from ``iteration * num_envs``), so the
+    next transition of a slot's env is ``num_envs`` slots on; ``cursor`` is the next slot :func:`add` writes
+    (``(iteration + 1) * num_envs`` modulo the capacity, the slots before it the newest). A return stops after
+    ``n_step`` rewards, at its episode's end (a flag of 1 or :data:`TRUNCATED`: it was written with
+    ``truncated``), or at the newest transition of its env: ``returns`` sums ``gamma ** k * reward_k`` over the
+    ``m`` transitions taken, ``next_cells`` and ``terminated`` are the last one's, ``discounts`` is
+    ``gamma ** m``. ``gamma`` may be traced (a lane's).
+    """
+    index = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buffer.size, 1))
+    return multi_step_batch(buffer, index, width, n_step, gamma, cursor)
+
+
+def multi_step_batch(
+    buffer: Buffer, index: jax.Array, width: int, n_step: int, gamma: Any, cursor: jax.Array
+) -> tuple[jax.Array, ...]:
+    """:func:`sample_multi_step`'s batch at the slots ``index`` (int32 ``(batch,)``)."""
+    num_envs = buffer.layouts_taken.shape[0]
+    capacity = buffer.action.shape[0]
+    batch_size = index.shape[0]
+    later = ((cursor - index - 1) % capacity) // num_envs  # transitions of the same env written after `index`
+    returns = jnp.zeros(batch_size, jnp.float32)
+    discounts = jnp.ones(batch_size, jnp.float32)
+    last, going = index, jnp.ones(batch_size, bool)
+    for step in range(n_step):
+        slot = (index + step * num_envs) % capacity
+        take = going & (step <= later)
+        returns = returns + jnp.where(take, discounts * buffer.reward[slot], 0.0)
+        discounts = jnp.where(take, discounts * gamma, discounts)
+        last = jnp.where(take, slot, last)
+        going = take & (buffer.terminated[slot] == 0.0)
+    doors = buffer.layouts[buffer.layout[index]] if buffer.layouts.ndim > 2 else None
+
+    def cells(stored: DoorsState, rows: jax.Array) -> jax.Array:
+        return cells_of_states(jax.tree.map(lambda field: field[rows], stored)._replace(doors=doors), width)
+
+    terminated = (buffer.terminated[last] == 1.0).astype(jnp.float32)
+    return cells(buffer.state, index), buffer.action[index], returns, cells(buffer.next_state, last), terminated, discounts
 
 
 def bytes_per_transition(buffer: Buffer) -> int:

@@ -8,9 +8,10 @@ import numpy as np
 
 from ..config import DQNConfig
 
-Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Batch = tuple[np.ndarray, ...]
 """``(cells, actions, rewards, next_cells, terminated)`` sampled from the replay buffer (see :mod:`..cells`; cells
-with their door columns where the doors are random)."""
+with their door columns where the doors are random); with multi-step returns (``n_step > 1``) the rewards are each
+return's discounted sum and ``discounts`` (``gamma ** steps taken``) follows."""
 
 
 class Learner(Protocol):

@@ -86,8 +86,15 @@ class Rollout:
         self.params = config.params
         doors = cell_codes.door_count(self.params)
         self.buffer = ReplayBuffer(
-            hyper.buffer_size, run.seed, doors, num_envs=self.num_envs, min_episode_steps=min_episode_steps(self.params)
+            hyper.buffer_size,
+            run.seed,
+            doors,
+            num_envs=self.num_envs,
+            min_episode_steps=min_episode_steps(self.params),
+            n_step=hyper.n_step,
+            gamma=hyper.gamma,
         )
+        self.restarts = config.restarts
         self.tracker = EpisodeTracker(self.num_envs, run.rolling_episodes)
         self.rng = np.random.default_rng(run.seed)
         obs, info = self.envs.reset(seed=run.seed)
@@ -111,20 +118,38 @@ class Rollout:
         terminated: np.ndarray,
         truncated: np.ndarray,
         info: dict[str, Any],
+        restart_probability: float = 0.0,
     ) -> list[float]:
         """Stores a vector step's transitions and episode figures; returns the returns of the episodes it ended.
 
-        Next-step autoreset: a step that follows an episode end is a reset, not a transition.
+        Next-step autoreset: a step that follows an episode end is a reset, not a transition. With exploring
+        starts (``restart_prob > 0``) an env whose episode ended is instead reset at once, with probability
+        ``restart_probability``, to a start anywhere (the envs' ``start="anywhere"`` reset option); that
+        episode stays out of the rolling figures.
         """
         next_cells = cell_codes.encode(next_obs, self.params)  # once per observation: acting and the buffer share them
         valid = ~self.previous_done
         envs = np.flatnonzero(valid)
-        self.buffer.add(self.cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid], envs)
+        done = terminated | truncated
+        self.buffer.add(
+            self.cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid], envs, done[valid]
+        )
         finished = self.tracker.record(rewards, terminated, truncated, valid)
         self.tracker.start(self.previous_done, info["distance"])
-        self.previous_done = terminated | truncated
+        self.previous_done = done
+        if self.restarts and done.any():
+            self._restart(done & (self.rng.random(self.num_envs) < restart_probability), next_cells)
         self.cells = next_cells
         return finished
+
+    def _restart(self, mask: np.ndarray, next_cells: np.ndarray) -> None:
+        """Resets the envs in ``mask`` (their episodes just ended) to starts anywhere, in place of the autoreset."""
+        if not mask.any():
+            return
+        obs, info = self.envs.reset(options={"reset_mask": mask, "start": "anywhere"})
+        next_cells[mask] = cell_codes.encode(np.asarray(obs)[mask], self.params)
+        self.tracker.start(mask, np.asarray(info["distance"]), counted=False)
+        self.previous_done = self.previous_done & ~mask
 
     def close(self) -> None:
         """Closes the envs."""
@@ -206,7 +231,9 @@ def train(
         epsilon = config.epsilon(global_step)
         actions = timer.timed("action_selection", rollout.act, epsilon)
         next_obs, rewards, terminated, truncated, info = timer.timed("env_step", rollout.envs.step, actions)
-        finished = timer.timed("replay_buffer", rollout.store, actions, next_obs, rewards, terminated, truncated, info)
+        restart = config.restart_probability(global_step)
+        stored = (actions, next_obs, rewards, terminated, truncated, info, restart)
+        finished = timer.timed("replay_buffer", rollout.store, *stored)
         if global_step > hyper.learning_starts and iteration % hyper.train_frequency == 0:
             batch = timer.timed("replay_buffer", rollout.buffer.sample, hyper.batch_size)
             # Bootstrap through truncation: only termination cuts the return (the learners' TD targets).

@@ -68,7 +68,15 @@ class ReplayBuffer:
     """
 
     def __init__(
-        self, capacity: int, seed: int, doors: int = 0, *, num_envs: int = 1, min_episode_steps: int = 1
+        self,
+        capacity: int,
+        seed: int,
+        doors: int = 0,
+        *,
+        num_envs: int = 1,
+        min_episode_steps: int = 1,
+        n_step: int = 1,
+        gamma: float = 1.0,
     ) -> None:
         self.layouts_per_env = layouts_per_env(capacity, num_envs, min_episode_steps)
         self.capacity = capacity
@@ -85,6 +93,10 @@ class ReplayBuffer:
         self.size = 0
         self._cursor = 0
         self._rng = np.random.default_rng(seed)
+        self.n_step, self.gamma = n_step, np.float32(gamma)
+        if n_step > 1:  # each slot's next transition of its env and episode (-1: none, or not written yet)
+            self.next_slot = np.full(capacity, -1, dtype=np.int32)
+            self._last_slot = np.full(num_envs, -1, dtype=np.int64)
 
     def add(
         self,
@@ -94,12 +106,16 @@ class ReplayBuffer:
         next_cells: np.ndarray,
         terminated: np.ndarray,
         envs: np.ndarray | None = None,
+        ended: np.ndarray | None = None,
     ) -> None:
         """Stores a batch of transitions (overwriting the oldest when full).
 
         ``cells`` and ``next_cells`` are ``(count, 2 + doors)``, the door columns once per episode (a
         transition's next observation has its observation's doors). ``envs``: the env each transition comes
-        from, distinct, in ``[0, num_envs)`` (default ``0 .. count - 1``); read only where the buffer holds doors.
+        from, distinct, in ``[0, num_envs)`` (default ``0 .. count - 1``); read only where the buffer holds doors
+        or follows returns over several steps. ``ended``: where the transition ended its episode (terminated or
+        truncated), read only with ``n_step > 1``: a multi-step return follows an env's transitions until one
+        ended.
 
         Raises:
             ValueError: ``envs`` out of range or repeated, where the buffer holds doors.
@@ -112,6 +128,8 @@ class ReplayBuffer:
         self.actions[index] = actions
         self.rewards[index] = rewards
         self.terminated[index] = terminated
+        if self.n_step > 1:
+            self._link(index, np.arange(count) if envs is None else np.asarray(envs), np.asarray(ended, dtype=bool))
         self._cursor = int((self._cursor + count) % self.capacity)
         self.size = min(self.capacity, self.size + count)
 
@@ -129,16 +147,51 @@ class ReplayBuffer:
         self.layouts[rows] = doors
         return rows
 
-    def sample(self, batch_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _link(self, index: np.ndarray, envs: np.ndarray, ended: np.ndarray) -> None:
+        """Makes the slots ``index`` the next transitions of their envs' last ones, and the last ones of their envs
+        (none where their episode ended). A slot written is newer than every slot linked to it, so a link never
+        outlives the slot it points to."""
+        self.next_slot[index] = -1
+        previous = self._last_slot[envs]
+        going = previous >= 0
+        self.next_slot[previous[going]] = index[going]
+        self._last_slot[envs] = np.where(ended, -1, index)
+
+    def sample(self, batch_size: int) -> tuple[np.ndarray, ...]:
         """``(cells, actions, rewards, next_cells, terminated)`` of ``batch_size`` random transitions: cells
         ``(batch_size, 2 + doors)`` int16 (the door columns from the layout table), actions int64, the rest
-        float32 ``(batch_size,)``."""
+        float32 ``(batch_size,)``.
+
+        With ``n_step > 1`` each transition is followed through its env's next ones for up to ``n_step`` steps,
+        stopping at its episode's end or at the newest: ``rewards`` holds ``sum(gamma ** k * reward_k)`` over the
+        ``m`` steps taken, ``next_cells`` and ``terminated`` are the last step's, and ``discounts`` (``gamma **
+        m``, float32) follows as a sixth array (the fully jitted arm's ``sample_multi_step`` computes the same).
+        """
         index = self._rng.integers(0, self.size, batch_size)
+        if self.n_step > 1:
+            return self.multi_step(index)
         cells, next_cells = self.cells[index], self.next_cells[index]
         if self.layouts.shape[1]:
             doors = self.layouts[self.layout[index]]
             cells, next_cells = np.concatenate([cells, doors], axis=1), np.concatenate([next_cells, doors], axis=1)
         return (cells, self.actions[index], self.rewards[index], next_cells, self.terminated[index])
+
+    def multi_step(self, index: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`sample`'s multi-step batch (``n_step > 1``) at the slots ``index`` (int ``(batch,)``)."""
+        returns = self.rewards[index].copy()
+        discounts = np.full(index.size, self.gamma, dtype=np.float32)
+        last = index.copy()
+        for _ in range(self.n_step - 1):
+            following = self.next_slot[last]
+            take = following >= 0
+            returns[take] += discounts[take] * self.rewards[following[take]]
+            discounts[take] *= self.gamma
+            last[take] = following[take]
+        cells, next_cells = self.cells[index], self.next_cells[last]
+        if self.layouts.shape[1]:
+            doors = self.layouts[self.layout[index]]
+            cells, next_cells = np.concatenate([cells, doors], axis=1), np.concatenate([next_cells, doors], axis=1)
+        return cells, self.actions[index], returns, next_cells, self.terminated[last], discounts
 
     def bytes_per_transition(self) -> int:
         """Bytes one stored transition takes (every per-transition array's row; 28 at every level)."""

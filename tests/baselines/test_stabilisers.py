@@ -74,8 +74,10 @@ class Reference:
         self.updates = 0
 
     def update(self, batch) -> float:
-        cells, actions, rewards, next_cells, terminated = batch
+        cells, actions, rewards, next_cells, terminated, *multi_step = batch
         hyper = self.hyper
+        # A multi-step batch: each return's summed rewards, then its discount (gamma ** steps taken).
+        discounts = torch.as_tensor(multi_step[0]) if multi_step else hyper.gamma
         obs, next_obs = (torch.as_tensor(planes(c, NUM_CELLS)) for c in (cells, next_cells))
         actions, rewards, terminated = (torch.as_tensor(a) for a in (actions, rewards, terminated))
         with torch.no_grad():
@@ -84,7 +86,7 @@ class Reference:
                 next_values = next_q.gather(1, self.network(next_obs).argmax(1, keepdim=True)).squeeze(1)
             else:
                 next_values = next_q.max(1).values
-            targets = rewards + hyper.gamma * next_values * (1 - terminated)
+            targets = rewards + discounts * next_values * (1 - terminated)
         values = self.network(obs).gather(1, actions[:, None]).squeeze(1)
         loss_function = torch.nn.functional.smooth_l1_loss if hyper.loss == "huber" else torch.nn.functional.mse_loss
         loss = loss_function(values, targets)
@@ -221,6 +223,27 @@ def test_every_arm_takes_the_reference_update(stabiliser, arm, fixed_batch):
             plain.update(fixed_batch(size=BATCH, seed=step))
         ours, theirs = reference.linears(reference.network), plain.linears(plain.network)
         assert any(not np.allclose(a, b, rtol=1e-4, atol=1e-6) for (a, _), (b, _) in zip(ours, theirs))
+
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_every_arm_takes_the_reference_multi_step_update(arm, fixed_batch):
+    """``n_step > 1``: a batch brings each return's discount; every learner's target is the reference's."""
+    # SGD, as the "all" case: Adam's steps on near-zero gradients magnify float noise past any fair tolerance.
+    config = DQNConfig.of(**SMALL, n_step=3, learning_rate=0.5, optimizer="sgd", gamma=0.9)
+    reference = Reference(config)
+    under_test = ArmUnderTest(arm, config, reference.linears(reference.network))
+    for step in range(UPDATES):
+        steps_taken = np.random.default_rng(step).integers(1, 4, BATCH)
+        batch = (*fixed_batch(size=BATCH, seed=step), (0.9**steps_taken).astype(np.float32))
+        want = reference.update(batch)
+        assert under_test.update(batch) == pytest.approx(want, rel=1e-4, abs=1e-6), step
+        assert_same_linears(under_test.linears("online"), reference.linears(reference.network))
+    # The discounts are read: the one-step update (gamma for every return) ends elsewhere.
+    one_step = Reference(DQNConfig.of(**SMALL, learning_rate=0.5, optimizer="sgd", gamma=0.9))
+    for step in range(UPDATES):
+        one_step.update(fixed_batch(size=BATCH, seed=step))
+    ours, theirs = reference.linears(reference.network), one_step.linears(one_step.network)
+    assert any(not np.allclose(a, b, rtol=1e-4, atol=1e-6) for (a, _), (b, _) in zip(ours, theirs))
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,184 @@
+"""Directed exploration in every DQN arm: multi-step returns and exploring starts.
+
+Multi-step returns (``n_step > 1``): the host loop's buffer and the fully jitted arm's build the same
+transitions from the same episodes, and both are the plain sum written out below.
+
+A stream of vector steps (every env a transition each step, episodes ending by termination or truncation at
+random) goes into both buffers round a small ring; every stored slot's multi-step transition is then read from
+each and held to :func:`reference`, which walks the stream itself. Exploring starts (``restart_prob > 0``): episodes
+that start anywhere are played and stored but stay out of the rolling reward, in both loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stacks import needs
+
+jax = needs("jax")
+
+from doors_gym.core import DoorsParams, DoorsState  # noqa: E402
+from doors_gym_baselines.config import DQNConfig  # noqa: E402
+from doors_gym_baselines.harness import device_replay  # noqa: E402
+from doors_gym_baselines.harness.replay import ReplayBuffer  # noqa: E402
+
+NUM_ENVS, STEPS, GAMMA, WIDTH = 3, 40, 0.9, 15
+
+
+def stream(seed: int) -> dict[str, np.ndarray]:
+    """``STEPS`` vector steps of ``NUM_ENVS`` envs: positions before and after, actions, rewards, end flags."""
+    rng = np.random.default_rng(seed)
+    shape = (STEPS, NUM_ENVS)
+    ends = rng.random(shape)
+    return {
+        "agent": rng.integers(1, 15, shape + (2,)),
+        "next_agent": rng.integers(1, 15, shape + (2,)),
+        "goal": np.stack([np.zeros(shape, int), rng.integers(0, 15, shape)], axis=-1),
+        "action": rng.integers(0, 5, shape),
+        "reward": rng.normal(size=shape).astype(np.float32),
+        "terminated": ends < 0.1,
+        "truncated": (ends >= 0.1) & (ends < 0.2),
+    }
+
+
+def reference(steps: dict[str, np.ndarray], step: int, env: int, n_step: int) -> tuple[float, float, int, bool]:
+    """``(return, discount, last step, terminated)`` of the transition of ``env`` at ``step``, walked plainly."""
+    total, discount, last = 0.0, 1.0, step
+    for later in range(step, min(step + n_step, STEPS)):
+        total += discount * float(steps["reward"][later, env])
+        discount *= GAMMA
+        last = later
+        if steps["terminated"][later, env] or steps["truncated"][later, env]:
+            break
+    return total, discount, last, bool(steps["terminated"][last, env])
+
+
+def cells(agent: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    return np.stack([agent[..., 0] * WIDTH + agent[..., 1], goal[..., 0] * WIDTH + goal[..., 1]], -1).astype(np.int16)
+
+
+def state(position: np.ndarray, goal: np.ndarray) -> DoorsState:
+    fields = (position[:, 0], position[:, 1], goal[:, 0], goal[:, 1], np.zeros(NUM_ENVS))
+    return DoorsState(*(jax.numpy.asarray(field, jax.numpy.int32) for field in fields))
+
+
+def filled(capacity: int, steps: dict[str, np.ndarray], n_step: int) -> tuple[ReplayBuffer, device_replay.Buffer]:
+    host = ReplayBuffer(capacity, 0, num_envs=NUM_ENVS, n_step=n_step, gamma=GAMMA)
+    device = device_replay.empty_buffer(state(steps["agent"][0], steps["goal"][0]), capacity)
+    envs = np.arange(NUM_ENVS)
+    for step in range(STEPS):
+        agent, next_agent, goal = steps["agent"][step], steps["next_agent"][step], steps["goal"][step]
+        action, reward = steps["action"][step], steps["reward"][step]
+        terminated, truncated = steps["terminated"][step], steps["truncated"][step]
+        host.add(
+            cells(agent, goal), action, reward, cells(next_agent, goal), terminated, envs, terminated | truncated
+        )
+        device = device_replay.add(
+            device, state(agent, goal), jax.numpy.asarray(action), jax.numpy.asarray(reward),
+            state(next_agent, goal), jax.numpy.asarray(terminated), (step * NUM_ENVS) % capacity,
+            jax.numpy.asarray(truncated),
+        )  # fmt: skip
+    return host, device
+
+
+@pytest.mark.parametrize("capacity", [30, 32, 200])
+@pytest.mark.parametrize("n_step", [2, 5])
+def test_host_and_device_buffers_build_the_reference_multi_step_transitions(capacity, n_step):
+    steps = stream(seed=capacity + n_step)
+    host, device = filled(capacity, steps, n_step)
+    size = min(capacity, STEPS * NUM_ENVS)
+    index = np.arange(size)
+    cursor = jax.numpy.int32((STEPS * NUM_ENVS) % capacity)
+    got_device = device_replay.multi_step_batch(device, jax.numpy.asarray(index), WIDTH, n_step, GAMMA, cursor)
+    got_host = host.multi_step(index)
+    # The slot each index holds: the latest vector step written there, and its env.
+    written = {(step * NUM_ENVS + env) % capacity: (step, env) for step in range(STEPS) for env in range(NUM_ENVS)}
+    want = [reference(steps, *written[slot], n_step) for slot in index]
+    returns, discounts, lasts, terminated = (np.array(column) for column in zip(*want))
+    last_agent = steps["next_agent"][lasts, [written[slot][1] for slot in index]]
+    last_goal = steps["goal"][lasts, [written[slot][1] for slot in index]]
+    for got in (got_host, jax.device_get(got_device)):
+        got_cells, got_actions, got_returns, got_next, got_terminated, got_discounts = (np.asarray(a) for a in got)
+        np.testing.assert_allclose(got_returns, returns, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_discounts, discounts, rtol=1e-6)
+        np.testing.assert_array_equal(got_terminated, terminated.astype(np.float32))
+        np.testing.assert_array_equal(got_next, cells(last_agent, last_goal))
+        steps_of = [written[slot] for slot in index]
+        np.testing.assert_array_equal(got_actions, [steps["action"][s, e] for s, e in steps_of])
+    # The stream has returns of every length, cut by termination, by truncation and by the newest step.
+    taken = np.round(np.log(discounts) / np.log(GAMMA)).astype(int)
+    assert set(taken) == set(range(1, n_step + 1))
+    assert terminated.any() and (~terminated & (taken < n_step)).any()
+
+
+def test_one_step_buffers_sample_as_before():
+    """``n_step=1`` keeps the five arrays and the stored flags of every arm's one-step buffer."""
+    steps = stream(seed=0)
+    host, device = filled(200, steps, 1)
+    assert len(host.sample(8)) == 5
+    assert set(np.unique(np.asarray(device.terminated))) <= {0.0, 1.0, device_replay.TRUNCATED}
+    plain = device_replay.add(
+        device, state(steps["agent"][0], steps["goal"][0]), jax.numpy.zeros(NUM_ENVS, jax.numpy.int32),
+        jax.numpy.zeros(NUM_ENVS), state(steps["agent"][0], steps["goal"][0]),
+        jax.numpy.asarray([True, False, False]), 0,
+    )  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(plain.terminated[:NUM_ENVS]), [1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("n_step", 0), ("n_step", 2.5), ("restart_prob", 1.5), ("restart_fraction", 0.0)]
+)
+def test_bad_exploration_values_name_the_field_and_the_range(field, value):
+    with pytest.raises(ValueError, match=field):
+        DQNConfig.of(**{field: value})
+
+
+def test_restart_probability_decays_to_zero_over_its_fraction():
+    config = DQNConfig.of(total_steps=1000, restart_prob=0.8, restart_fraction=0.5)
+    assert [float(config.restart_probability(step)) for step in (0, 250, 500, 900)] == pytest.approx([0.8, 0.4, 0, 0])
+    assert config.restarts and not DQNConfig.of().restarts
+
+
+class Stays:
+    """A learner stand-in whose greedy action is always "stay": every episode ends by truncation."""
+
+    def greedy(self, cells: np.ndarray) -> np.ndarray:
+        return np.zeros(len(cells), dtype=np.int64)
+
+
+def test_the_host_loop_restarts_anywhere_and_keeps_those_episodes_out_of_the_rolling_reward():
+    from doors_gym_baselines.harness.loop import Rollout
+
+    # A long budget: the probability of a restart is still 0.999 when the first episodes end.
+    config = DQNConfig.of(num_envs=4, total_steps=4 * 100_000, restart_prob=1.0, restart_fraction=1.0, seed=5)
+    rollout = Rollout(config, Stays())
+    for iteration in range(150):  # 2.5 time limits of 60 steps
+        step = (iteration + 1) * 4
+        actions = rollout.act(epsilon=0.0)
+        stepped = rollout.envs.step(actions)
+        rollout.store(actions, *stepped, config.restart_probability(step))
+    rows = rollout.buffer.cells[: rollout.buffer.size, 0] // 15
+    # The first episodes started on the bottom row and count; the next ones started anywhere, were played and
+    # stored (rows all over the grid), and stayed out of the window.
+    assert rollout.tracker.episodes == 8
+    assert len(rollout.tracker.window) == 4
+    assert not rollout.tracker.counted.any()
+    assert set(rows.tolist()) - {14} and len(set(rows.tolist())) > 3
+
+
+def test_the_scan_ring_skips_episodes_that_started_anywhere():
+    from doors_gym_baselines.dqn_flax_scan import Episodes, track
+
+    jnp = jax.numpy
+    episodes = Episodes(
+        jnp.zeros(2), jnp.zeros(2, jnp.int32), jnp.ones(2), jnp.zeros(4), jnp.zeros(4, jnp.int32),
+        jnp.zeros(4, bool), jnp.zeros(4), jnp.int32(0), jnp.ones(2, bool),
+    )  # fmt: skip
+    ended, going = jnp.asarray([True, True]), jnp.asarray([False, False])
+    restarted = jnp.asarray([True, False])
+    # Both episodes end and count; env 0's next one starts anywhere.
+    episodes = track(episodes, jnp.ones(2), ended, going, jnp.ones(2), 4, restarted)
+    assert int(episodes.count) == 2 and np.asarray(episodes.counted).tolist() == [False, True]
+    # Both end again: only env 1's enters the ring; env 0's next one counts again.
+    episodes = track(episodes, jnp.ones(2), ended, going, jnp.ones(2), 4, jnp.asarray([False, False]))
+    assert int(episodes.count) == 3 and np.asarray(episodes.counted).tolist() == [True, True]
