@@ -44,11 +44,35 @@ def input_width(params: DoorsParams | None) -> int:
     return 2 + door_count(params)
 
 
-def num_inputs(params: DoorsParams) -> int:
+def num_inputs(params: DoorsParams, relative_doors: bool = False) -> int:
     """Inputs of the first layer: the agent's and the goal's planes (``2 * H * W``), and where the doors are
-    random one plane of open columns per wall (``n_walls * W``)."""
+    random one plane of open columns per wall (``n_walls * W``), and with ``relative_doors`` one plane per door of
+    its column relative to the agent's (``2 * W - 1`` offsets each, :func:`relative_offsets`)."""
     walls = params.n_walls * params.width if params.random_doors else 0
-    return 2 * params.num_cells + walls
+    relative = door_count(params) * (2 * params.width - 1) if relative_doors else 0
+    return 2 * params.num_cells + walls + relative
+
+
+def relative_offsets(params: DoorsParams) -> tuple[int, ...]:
+    """Where the network reads each door's column relative to the agent's (the hyperparameter ``relative_doors``):
+    per door, the first-layer row of offset 0, so that door ``k`` adds the row
+    ``relative_offsets[k] + door_column - agent_column``; the blocks of ``2 * W - 1`` rows follow the absolute
+    planes (:func:`num_inputs` without them).
+
+    Which way a door lies from the agent is then one row of the first layer, where the absolute planes give it
+    only as a relation between two rows that the network must learn for every pair of columns (measured at
+    ``31x31``: ``benchmarks/results/ladder/probes/exploration/``).
+
+    Raises:
+        ValueError: where the doors are fixed (the input has no door columns).
+    """
+    if not params.random_doors:
+        raise ValueError(
+            f"relative_doors=True needs doors drawn per episode (doors='random', a level such as Random): this "
+            f"layout's doors are {params.doors!r}"
+        )
+    first, block = num_inputs(params), 2 * params.width - 1
+    return tuple(first + params.width - 1 + door * block for door in range(door_count(params)))
 
 
 def door_offsets(params: DoorsParams) -> tuple[int, ...]:
@@ -84,11 +108,19 @@ def encode(obs: np.ndarray, params: DoorsParams | None = None) -> np.ndarray:
     return np.concatenate([cells, door_columns(obs, params)], axis=-1)
 
 
-def planes(cells: np.ndarray, num_cells: int, offsets: tuple[int, ...] = (), inputs: int | None = None) -> np.ndarray:
+def planes(
+    cells: np.ndarray,
+    num_cells: int,
+    offsets: tuple[int, ...] = (),
+    inputs: int | None = None,
+    relative: tuple[int, ...] = (),
+    grid_width: int = 0,
+) -> np.ndarray:
     """The one-hot planes, float32 ``(..., inputs)`` (default ``2 * H * W``), that the first layer is defined over.
 
-    ``offsets`` are :func:`door_offsets` where the input carries door columns. The networks never build
-    them (they add weight rows); the reference update in the tests does.
+    ``offsets`` are :func:`door_offsets` where the input carries door columns; ``relative`` are
+    :func:`relative_offsets` (with the grid's ``grid_width``) where the network also reads them relative to the
+    agent. The networks never build them (they add weight rows); the reference update in the tests does.
     """
     width = 2 + len(offsets)
     flat = np.asarray(cells).reshape(-1, width).astype(np.intp)
@@ -100,6 +132,8 @@ def planes(cells: np.ndarray, num_cells: int, offsets: tuple[int, ...] = (), inp
     out[rows[visible], num_cells + flat[visible, 1]] = 1.0
     for index, offset in enumerate(offsets):
         out[rows, offset + flat[:, 2 + index]] = 1.0
+    for index, offset in enumerate(relative):
+        out[rows, offset + flat[:, 2 + index] - flat[:, 0] % grid_width] = 1.0
     return out.reshape(*np.shape(cells)[:-1], size)
 
 

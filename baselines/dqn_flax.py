@@ -26,7 +26,7 @@ from doors_gym.core import NUM_ACTIONS, DoorsParams
 
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
-from .cells import CELLS_DTYPE, door_offsets, encode, input_width, num_inputs
+from .cells import CELLS_DTYPE, door_offsets, encode, input_width, num_inputs, relative_offsets
 from .config import DQNConfig, first_line
 from .evaluation import evaluation_episodes
 from .harness import Batch, Reporter, save_model
@@ -43,7 +43,9 @@ class QNetwork(nn.Module):
     :mod:`~doors_gym_baselines.cells`), initialised as Flax initialises ``nn.Dense``. A one-hot plane
     selects one kernel row, so the layer adds the agent's row, the goal's row (none once the agent
     stands on the goal) and the bias. Where the input carries door columns (random doors), the kernel has
-    ``num_inputs`` rows and the layer also adds, per door, the row ``door_offsets[k] + column``.
+    ``num_inputs`` rows and the layer also adds, per door, the row ``door_offsets[k] + column``, and with
+    ``relative_offsets`` (:func:`~doors_gym_baselines.cells.relative_offsets`) the row
+    ``relative_offsets[k] + column - agent's column`` (``grid_width`` columns).
     """
 
     hidden_sizes: tuple[int, ...]
@@ -51,6 +53,8 @@ class QNetwork(nn.Module):
     num_actions: int = NUM_ACTIONS
     door_offsets: tuple[int, ...] = ()
     num_inputs: int | None = None
+    relative_offsets: tuple[int, ...] = ()
+    grid_width: int = 0
 
     @nn.compact
     def __call__(self, cells: jax.Array) -> jax.Array:
@@ -66,6 +70,10 @@ class QNetwork(nn.Module):
         if self.door_offsets:
             doors = cells[:, 2:].astype(jnp.int32) + jnp.asarray(self.door_offsets, jnp.int32)
             features = features + jnp.take(kernel, doors, axis=0).sum(axis=1)
+        if self.relative_offsets:
+            relative = cells[:, 2:].astype(jnp.int32) - (agent % self.grid_width)[:, None]
+            relative = relative + jnp.asarray(self.relative_offsets, jnp.int32)
+            features = features + jnp.take(kernel, relative, axis=0).sum(axis=1)
         features = nn.relu(features + bias)
         for hidden in self.hidden_sizes[1:]:
             features = nn.relu(nn.Dense(hidden)(features))
@@ -263,13 +271,15 @@ class FlaxLearner(FlaxPolicy):
 
 
 def make_network(config: DQNConfig) -> QNetwork:
-    """The config's Q-network."""
-    params = config.params
+    """The config's Q-network (reading each door relative to the agent too where ``relative_doors``)."""
+    params, relative = config.params, config.hyperparameters.relative_doors
     return QNetwork(
         tuple(config.hyperparameters.hidden_sizes),
         params.num_cells,
         door_offsets=door_offsets(params),
-        num_inputs=num_inputs(params) if params.random_doors else None,
+        num_inputs=num_inputs(params, relative) if params.random_doors else None,
+        relative_offsets=relative_offsets(params) if relative else (),
+        grid_width=params.width if relative else 0,
     )
 
 

@@ -20,7 +20,7 @@ from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, WALL, DoorsParams
 
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
-from .cells import HIDDEN, door_offsets, encode, num_inputs
+from .cells import HIDDEN, door_offsets, encode, num_inputs, relative_offsets
 from .config import DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
@@ -37,7 +37,9 @@ class QNetwork(nn.Module):
     plane selects one row of its weight, so the layer keeps its weight as contiguous rows, one per
     plane cell (an embedding table), and adds the agent's row, the goal's row (none once the agent
     stands on the goal) and the bias. Where the input carries door columns (random doors), the layer has
-    ``num_inputs`` rows and also adds, per door, the row ``door_offsets[k] + column``.
+    ``num_inputs`` rows and also adds, per door, the row ``door_offsets[k] + column``, and with
+    ``relative_offsets`` (:func:`~doors_gym_baselines.cells.relative_offsets`) the row
+    ``relative_offsets[k] + column - agent's column`` (``grid_width`` columns).
     """
 
     def __init__(
@@ -47,11 +49,16 @@ class QNetwork(nn.Module):
         num_actions: int = NUM_ACTIONS,
         door_offsets: tuple[int, ...] = (),
         num_inputs: int | None = None,
+        relative_offsets: tuple[int, ...] = (),
+        grid_width: int = 0,
     ) -> None:
         super().__init__()
         self.num_cells = num_cells
         self.has_doors = bool(door_offsets)
         self.register_buffer("door_offsets", torch.tensor(door_offsets, dtype=torch.int64), persistent=False)
+        self.relative = bool(relative_offsets)
+        self.grid_width = grid_width
+        self.register_buffer("relative_offsets", torch.tensor(relative_offsets, dtype=torch.int64), persistent=False)
         first = nn.Linear(num_inputs or 2 * num_cells, hidden_sizes[0])
         self.planes_weight = nn.Parameter(first.weight.detach().t().contiguous())  # (2 * H * W, width) rows
         self.planes_bias = nn.Parameter(first.bias.detach().clone())
@@ -68,6 +75,11 @@ class QNetwork(nn.Module):
         agent, goal = cells[:, 0].long(), cells[:, 1].long()
         rows = self.planes_weight
         goal_rows = rows[self.num_cells + goal.clamp(min=0)] * (goal >= 0).unsqueeze(1)
+        if self.relative:
+            columns = cells[:, 2:].long()
+            relative = columns - (agent % self.grid_width).unsqueeze(1) + self.relative_offsets
+            doors = rows[columns + self.door_offsets].sum(dim=1) + rows[relative].sum(dim=1)
+            return self.network(rows[agent] + goal_rows + doors + self.planes_bias)
         if self.has_doors:
             doors = rows[cells[:, 2:].long() + self.door_offsets].sum(dim=1)
             return self.network(rows[agent] + goal_rows + doors + self.planes_bias)
@@ -106,11 +118,19 @@ class GridQNetwork(nn.Module):
 
 
 def make_network(config: DQNConfig) -> QNetwork:
-    """The config's Q-network: over the two cells, and the door columns where the doors are random."""
-    params = config.params
-    inputs = num_inputs(params) if params.random_doors else None
+    """The config's Q-network: over the two cells, and the door columns where the doors are random (each door
+    relative to the agent too where ``relative_doors``)."""
+    params, relative = config.params, config.hyperparameters.relative_doors
+    inputs = num_inputs(params, relative) if params.random_doors else None
     hidden_sizes = config.hyperparameters.hidden_sizes
-    return QNetwork(params.num_cells, hidden_sizes, door_offsets=door_offsets(params), num_inputs=inputs)
+    return QNetwork(
+        params.num_cells,
+        hidden_sizes,
+        door_offsets=door_offsets(params),
+        num_inputs=inputs,
+        relative_offsets=relative_offsets(params) if relative else (),
+        grid_width=params.width if relative else 0,
+    )
 
 
 def make_optimizer(config: DQNConfig, parameters: Any, device: torch.device) -> torch.optim.Optimizer:
