@@ -68,7 +68,7 @@ def confirm_trial(
     first = base.run.seed
     own = int(trial.user_attrs.get("seed", first))
     seeds = [first + (own - first + 1 + j) % options.tuning_seeds for j in range(options.confirm_seeds)]
-    hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters, space_of(arm))
+    hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters, space_of(arm, base.params))
     scores = []
     for seed in seeds:
         key = f"{SEED_PREFIX}{trial.number}.{seed}"
@@ -131,7 +131,7 @@ def write_best_preset(study: Any, base: Config, path: str, confirmed: dict[str, 
         raise ValueError(f"study {study.study_name!r} has no complete trial yet: no preset to write") from None
     if confirmed is not None:
         best = study.trials[confirmed["trial"]]
-    space = space_of(get_arm(study.user_attrs["arm"])) if "arm" in study.user_attrs else SPACE
+    space = space_of(get_arm(study.user_attrs["arm"]), base.params) if "arm" in study.user_attrs else SPACE
     hyperparameters = hyperparameters_from_params(best.params, base.hyperparameters, space)
     origin = {
         "study": study.study_name,

@@ -62,7 +62,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
         with mlflow.start_run(run_id=parent):
             mlflow.set_tag(tracking.PROCESS_TAG, tracking.this_process())  # this worker holds it open now
             if remaining > 0 and options.lanes > 1:
-                run_programs(study, arm, base_config, options, space_of(arm), parent)
+                run_programs(study, arm, base_config, options, space_of(arm, base_config.params), parent)
             elif remaining > 0:
                 run_trials(study, arm.name, base_config, options, remaining)
             mark_killed_runs(study)
@@ -93,7 +93,7 @@ def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Any)
             + (f"resuming with {found} finished trials" if study.trials else "new"),
             flush=True,
         )
-    start_study(study, options.resolved_start_from, base, options.worker, space_of(get_arm(options.arm)))
+    start_study(study, options.resolved_start_from, base, options.worker, space_of(get_arm(options.arm), run.params))
     return study
 
 
@@ -148,7 +148,7 @@ def run_trials(study: Any, arm_name: str, base: Config, options: TuneOptions, re
     )
     callbacks = [optuna.study.MaxTrialsCallback(options.n_trials, states=finished_states())]
     if options.verbose:
-        callbacks.append(TrialPrinter(options.objective, base.hyperparameters, space_of(get_arm(options.arm))))
+        callbacks.append(TrialPrinter(options.objective, base.hyperparameters, space_of(get_arm(options.arm), base.params)))
     with optuna_quiet():
         study.optimize(objective, n_trials=remaining, timeout=options.timeout, callbacks=callbacks, gc_after_trial=True)
 

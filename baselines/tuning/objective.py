@@ -151,7 +151,7 @@ def make_objective(
     import optuna
 
     arm = get_arm(arm_name)
-    space = space_of(arm)  # an arm without a space of its own fails before the first trial
+    space = space_of(arm, base.params)  # an arm without a space of its own fails before the first trial
 
     def objective(trial: optuna.Trial) -> float:
         seed = base.run.seed + trial.number % tuning_seeds

@@ -43,12 +43,23 @@ target-update period and learning starts, and the stabilisers (Double DQN, log P
 decay, gradient clipping), which the same config fields give every framework."""
 
 
+EXPLORATION = (
+    Range("n_step", 1, 8, integer=True),
+    Range("restart_prob", 0.0, 1.0),
+    Range("restart_fraction", 0.1, 1.0),
+    Range("relative_doors", choices=(False, True)),
+)
+"""Directed exploration, searched where each episode draws its doors (the larger levels'): multi-step returns,
+exploring starts and their decay, and the doors relative to the agent. A study of ``Doors-v0`` leaves them off."""
+
 Space = Sequence[Range]
 """A search space: its coordinates, in the order a trial samples them."""
 
 
-def space_of(arm: Any) -> Space:
-    """The search space of ``arm``: its own (``search_space``), or :data:`SPACE` for an arm of DQN's hyperparameters.
+def space_of(arm: Any, params: Any = None) -> Space:
+    """The search space of ``arm``: its own (``search_space``), or :data:`SPACE` for an arm of DQN's hyperparameters,
+    followed by :data:`EXPLORATION` where the layout ``params`` (a ``DoorsParams``; None: ``Doors-v0``'s) draws its
+    doors per episode.
 
     Raises:
         ValueError: for an arm with hyperparameters of its own and no search space over them.
@@ -61,7 +72,7 @@ def space_of(arm: Any) -> Space:
             f"arm={arm.name!r} ({arm.package}) brings no search space over its hyperparameters "
             f"({kind.__name__}): its package can give its Arm a search_space"
         )
-    return SPACE
+    return SPACE + EXPLORATION if params is not None and params.random_doors else SPACE
 
 
 def from_coordinates(params: dict[str, Any], base: Any, space: Space = SPACE) -> Any:
