@@ -23,6 +23,8 @@ NumPy only, so every framework's arm uses it.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from doors_gym import core
@@ -44,35 +46,43 @@ def input_width(params: DoorsParams | None) -> int:
     return 2 + door_count(params)
 
 
-def num_inputs(params: DoorsParams, relative_doors: bool = False) -> int:
+def num_inputs(params: DoorsParams, relative: bool = False) -> int:
     """Inputs of the first layer: the agent's and the goal's planes (``2 * H * W``), and where the doors are
-    random one plane of open columns per wall (``n_walls * W``), and with ``relative_doors`` one plane per door of
-    its column relative to the agent's (``2 * W - 1`` offsets each, :func:`relative_offsets`)."""
+    random one plane of open columns per wall (``n_walls * W``); with ``relative`` (the hyperparameter
+    ``relative_inputs``) the planes of :class:`RelativeRows` after those."""
     walls = params.n_walls * params.width if params.random_doors else 0
-    relative = door_count(params) * (2 * params.width - 1) if relative_doors else 0
-    return 2 * params.num_cells + walls + relative
+    absolute = 2 * params.num_cells + walls
+    return relative_rows(params).end if relative else absolute
 
 
-def relative_offsets(params: DoorsParams) -> tuple[int, ...]:
-    """Where the network reads each door's column relative to the agent's (the hyperparameter ``relative_doors``):
-    per door, the first-layer row of offset 0, so that door ``k`` adds the row
-    ``relative_offsets[k] + door_column - agent_column``; the blocks of ``2 * W - 1`` rows follow the absolute
-    planes (:func:`num_inputs` without them).
+class RelativeRows(NamedTuple):
+    """Where the network reads the agent's position and the layout relative to the agent (``relative_inputs``):
+    the first-layer row of the agent's row 0 (``H`` rows follow), of its column 0 (``W`` rows), and of offset 0 of
+    the goal's column relative to the agent's and of each door's (``2 * W - 1`` rows each, offsets ``-(W-1)..W-1``).
+    A cell adds ``agent_row + row``, ``agent_col + col``, ``goal + goal_col - col`` (none when the agent stands on
+    the goal) and ``doors[k] + door_col_k - col``; ``end`` is the number of inputs."""
 
-    Which way a door lies from the agent is then one row of the first layer, where the absolute planes give it
-    only as a relation between two rows that the network must learn for every pair of columns (measured at
-    ``31x31``: ``benchmarks/results/ladder/probes/exploration/``).
+    agent_row: int
+    agent_col: int
+    goal: int
+    doors: tuple[int, ...]
+    end: int
 
-    Raises:
-        ValueError: where the doors are fixed (the input has no door columns).
+
+def relative_rows(params: DoorsParams) -> RelativeRows:
+    """The :class:`RelativeRows` of ``params``, after its absolute planes.
+
+    Which way the goal's column and each door lie is then one row each, and the agent's row and column are shared
+    by the cells of a row or column, where the one-hot cell planes give them only as relations the network must
+    learn cell by cell (measured at ``31x31``: ``benchmarks/results/ladder/probes/exploration/``).
     """
-    if not params.random_doors:
-        raise ValueError(
-            f"relative_doors=True needs doors drawn per episode (doors='random', a level such as Random): this "
-            f"layout's doors are {params.doors!r}"
-        )
-    first, block = num_inputs(params), 2 * params.width - 1
-    return tuple(first + params.width - 1 + door * block for door in range(door_count(params)))
+    walls = params.n_walls * params.width if params.random_doors else 0
+    agent_row = 2 * params.num_cells + walls
+    agent_col = agent_row + params.height
+    span = 2 * params.width - 1
+    goal = agent_col + params.width + params.width - 1
+    doors = tuple(goal + span * (door + 1) for door in range(door_count(params)))
+    return RelativeRows(agent_row, agent_col, goal, doors, agent_col + params.width + span * (1 + door_count(params)))
 
 
 def door_offsets(params: DoorsParams) -> tuple[int, ...]:
@@ -113,14 +123,14 @@ def planes(
     num_cells: int,
     offsets: tuple[int, ...] = (),
     inputs: int | None = None,
-    relative: tuple[int, ...] = (),
+    relative: RelativeRows | None = None,
     grid_width: int = 0,
 ) -> np.ndarray:
     """The one-hot planes, float32 ``(..., inputs)`` (default ``2 * H * W``), that the first layer is defined over.
 
-    ``offsets`` are :func:`door_offsets` where the input carries door columns; ``relative`` are
-    :func:`relative_offsets` (with the grid's ``grid_width``) where the network also reads them relative to the
-    agent. The networks never build them (they add weight rows); the reference update in the tests does.
+    ``offsets`` are :func:`door_offsets` where the input carries door columns; ``relative`` the
+    :func:`relative_rows` (with the grid's ``grid_width``) where the network also reads the relative inputs. The
+    networks never build them (they add weight rows); the reference update in the tests does.
     """
     width = 2 + len(offsets)
     flat = np.asarray(cells).reshape(-1, width).astype(np.intp)
@@ -132,8 +142,13 @@ def planes(
     out[rows[visible], num_cells + flat[visible, 1]] = 1.0
     for index, offset in enumerate(offsets):
         out[rows, offset + flat[:, 2 + index]] = 1.0
-    for index, offset in enumerate(relative):
-        out[rows, offset + flat[:, 2 + index] - flat[:, 0] % grid_width] = 1.0
+    if relative is not None:
+        column = flat[:, 0] % grid_width
+        out[rows, relative.agent_row + flat[:, 0] // grid_width] = 1.0
+        out[rows, relative.agent_col + column] = 1.0
+        out[rows[visible], relative.goal + flat[visible, 1] % grid_width - column[visible]] = 1.0
+        for index, offset in enumerate(relative.doors):
+            out[rows, offset + flat[:, 2 + index] - column] = 1.0
     return out.reshape(*np.shape(cells)[:-1], size)
 
 

@@ -97,10 +97,10 @@ class Hyperparameters:
     end_epsilon: float = field(0.01, "exploration rate after the decay")
     exploration_fraction: float = field(0.3, "share of total_steps over which epsilon decays linearly")
     hidden_sizes: tuple[int, ...] = field((128, 128), "widths of the hidden layers")
-    relative_doors: bool = field(
+    relative_inputs: bool = field(
         False,
-        "the network also reads each door's column relative to the agent's (levels whose doors are drawn per "
-        "episode: which way a door lies is then one input, not a relation the network must learn)",
+        "the network also reads the agent's row and column, and the goal's and each door's column relative to the "
+        "agent's (one input each, where the cell planes give them only as relations learned cell by cell)",
     )
     n_step: int = field(
         1, "multi-step returns: the TD target sums up to n_step discounted rewards of one episode (1: one-step DQN)"
@@ -141,7 +141,7 @@ class Hyperparameters:
         norm = self.max_grad_norm
         if isinstance(norm, bool) or not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
             raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a finite number >= 0 (0: no clipping)")
-        for name in ("double_dqn", "relative_doors"):
+        for name in ("double_dqn", "relative_inputs"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: expected True or False")
         sizes = self.hidden_sizes
@@ -157,8 +157,8 @@ class Hyperparameters:
         extras = ["double DQN"] if self.double_dqn else []
         if self.max_grad_norm > 0:
             extras.append(f"gradient norm clipped at {self.max_grad_norm:g}")
-        if self.relative_doors:
-            extras.append("doors relative to the agent")
+        if self.relative_inputs:
+            extras.append("relative inputs")
         if self.n_step > 1:
             extras.append(f"{self.n_step}-step returns")
         if self.restart_prob > 0:

@@ -26,7 +26,7 @@ from doors_gym.core import NUM_ACTIONS, DoorsParams
 
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
-from .cells import CELLS_DTYPE, door_offsets, encode, input_width, num_inputs, relative_offsets
+from .cells import CELLS_DTYPE, RelativeRows, door_offsets, encode, input_width, num_inputs, relative_rows
 from .config import DQNConfig, first_line
 from .evaluation import evaluation_episodes
 from .harness import Batch, Reporter, save_model
@@ -43,9 +43,10 @@ class QNetwork(nn.Module):
     :mod:`~doors_gym_baselines.cells`), initialised as Flax initialises ``nn.Dense``. A one-hot plane
     selects one kernel row, so the layer adds the agent's row, the goal's row (none once the agent
     stands on the goal) and the bias. Where the input carries door columns (random doors), the kernel has
-    ``num_inputs`` rows and the layer also adds, per door, the row ``door_offsets[k] + column``, and with
-    ``relative_offsets`` (:func:`~doors_gym_baselines.cells.relative_offsets`) the row
-    ``relative_offsets[k] + column - agent's column`` (``grid_width`` columns).
+    ``num_inputs`` rows and the layer also adds, per door, the row ``door_offsets[k] + column``. With
+    ``relative`` (:class:`~doors_gym_baselines.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also
+    adds the rows of the agent's row and column and of the goal's and each door's column relative to the agent's
+    (``grid_width`` columns).
     """
 
     hidden_sizes: tuple[int, ...]
@@ -53,7 +54,7 @@ class QNetwork(nn.Module):
     num_actions: int = NUM_ACTIONS
     door_offsets: tuple[int, ...] = ()
     num_inputs: int | None = None
-    relative_offsets: tuple[int, ...] = ()
+    relative: RelativeRows | None = None
     grid_width: int = 0
 
     @nn.compact
@@ -70,14 +71,26 @@ class QNetwork(nn.Module):
         if self.door_offsets:
             doors = cells[:, 2:].astype(jnp.int32) + jnp.asarray(self.door_offsets, jnp.int32)
             features = features + jnp.take(kernel, doors, axis=0).sum(axis=1)
-        if self.relative_offsets:
-            relative = cells[:, 2:].astype(jnp.int32) - (agent % self.grid_width)[:, None]
-            relative = relative + jnp.asarray(self.relative_offsets, jnp.int32)
-            features = features + jnp.take(kernel, relative, axis=0).sum(axis=1)
+        if self.relative is not None:
+            features = features + self.relative_features(kernel, cells, agent, goal)
         features = nn.relu(features + bias)
         for hidden in self.hidden_sizes[1:]:
             features = nn.relu(nn.Dense(hidden)(features))
         return nn.Dense(self.num_actions)(features)
+
+
+    def relative_features(self, kernel: jax.Array, cells: jax.Array, agent: jax.Array, goal: jax.Array) -> jax.Array:
+        """The first layer's rows of the relative inputs (:class:`~doors_gym_baselines.cells.RelativeRows`)."""
+        rows, width = self.relative, self.grid_width
+        column = agent % width
+        features = jnp.take(kernel, rows.agent_row + agent // width, axis=0)
+        features = features + jnp.take(kernel, rows.agent_col + column, axis=0)
+        goal_rows = jnp.take(kernel, rows.goal + jnp.maximum(goal, 0) % width - column, axis=0)
+        features = features + jnp.where((goal >= 0)[:, None], goal_rows, 0.0)
+        if rows.doors:
+            doors = cells[:, 2:].astype(jnp.int32) - column[:, None] + jnp.asarray(rows.doors, jnp.int32)
+            features = features + jnp.take(kernel, doors, axis=0).sum(axis=1)
+        return features
 
 
 def epsilon_greedy(greedy: jax.Array, epsilon: jax.Array, explore_key: jax.Array, random_key: jax.Array) -> jax.Array:
@@ -271,14 +284,14 @@ class FlaxLearner(FlaxPolicy):
 
 
 def make_network(config: DQNConfig) -> QNetwork:
-    """The config's Q-network (reading each door relative to the agent too where ``relative_doors``)."""
-    params, relative = config.params, config.hyperparameters.relative_doors
+    """The config's Q-network (with the relative inputs where ``relative_inputs``)."""
+    params, relative = config.params, config.hyperparameters.relative_inputs
     return QNetwork(
         tuple(config.hyperparameters.hidden_sizes),
         params.num_cells,
         door_offsets=door_offsets(params),
-        num_inputs=num_inputs(params, relative) if params.random_doors else None,
-        relative_offsets=relative_offsets(params) if relative else (),
+        num_inputs=num_inputs(params, relative) if params.random_doors or relative else None,
+        relative=relative_rows(params) if relative else None,
         grid_width=params.width if relative else 0,
     )
 

@@ -20,7 +20,7 @@ from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, WALL, DoorsParams
 
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
-from .cells import HIDDEN, door_offsets, encode, num_inputs, relative_offsets
+from .cells import HIDDEN, RelativeRows, door_offsets, encode, num_inputs, relative_rows
 from .config import DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
@@ -37,9 +37,10 @@ class QNetwork(nn.Module):
     plane selects one row of its weight, so the layer keeps its weight as contiguous rows, one per
     plane cell (an embedding table), and adds the agent's row, the goal's row (none once the agent
     stands on the goal) and the bias. Where the input carries door columns (random doors), the layer has
-    ``num_inputs`` rows and also adds, per door, the row ``door_offsets[k] + column``, and with
-    ``relative_offsets`` (:func:`~doors_gym_baselines.cells.relative_offsets`) the row
-    ``relative_offsets[k] + column - agent's column`` (``grid_width`` columns).
+    ``num_inputs`` rows and also adds, per door, the row ``door_offsets[k] + column``. With ``relative``
+    (:class:`~doors_gym_baselines.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also adds the rows
+    of the agent's row and column and of the goal's and each door's column relative to the agent's (``grid_width``
+    columns).
     """
 
     def __init__(
@@ -49,16 +50,17 @@ class QNetwork(nn.Module):
         num_actions: int = NUM_ACTIONS,
         door_offsets: tuple[int, ...] = (),
         num_inputs: int | None = None,
-        relative_offsets: tuple[int, ...] = (),
+        relative: RelativeRows | None = None,
         grid_width: int = 0,
     ) -> None:
         super().__init__()
         self.num_cells = num_cells
         self.has_doors = bool(door_offsets)
         self.register_buffer("door_offsets", torch.tensor(door_offsets, dtype=torch.int64), persistent=False)
-        self.relative = bool(relative_offsets)
+        self.relative = relative
         self.grid_width = grid_width
-        self.register_buffer("relative_offsets", torch.tensor(relative_offsets, dtype=torch.int64), persistent=False)
+        doors = relative.doors if relative is not None else ()
+        self.register_buffer("relative_doors", torch.tensor(doors, dtype=torch.int64), persistent=False)
         first = nn.Linear(num_inputs or 2 * num_cells, hidden_sizes[0])
         self.planes_weight = nn.Parameter(first.weight.detach().t().contiguous())  # (2 * H * W, width) rows
         self.planes_bias = nn.Parameter(first.bias.detach().clone())
@@ -75,15 +77,28 @@ class QNetwork(nn.Module):
         agent, goal = cells[:, 0].long(), cells[:, 1].long()
         rows = self.planes_weight
         goal_rows = rows[self.num_cells + goal.clamp(min=0)] * (goal >= 0).unsqueeze(1)
-        if self.relative:
-            columns = cells[:, 2:].long()
-            relative = columns - (agent % self.grid_width).unsqueeze(1) + self.relative_offsets
-            doors = rows[columns + self.door_offsets].sum(dim=1) + rows[relative].sum(dim=1)
-            return self.network(rows[agent] + goal_rows + doors + self.planes_bias)
+        if self.relative is not None:
+            features = rows[agent] + goal_rows + self.relative_features(cells, agent, goal)
+            if self.has_doors:
+                features = features + rows[cells[:, 2:].long() + self.door_offsets].sum(dim=1)
+            return self.network(features + self.planes_bias)
         if self.has_doors:
             doors = rows[cells[:, 2:].long() + self.door_offsets].sum(dim=1)
             return self.network(rows[agent] + goal_rows + doors + self.planes_bias)
         return self.network(rows[agent] + goal_rows + self.planes_bias)
+
+
+    def relative_features(self, cells: torch.Tensor, agent: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+        """The first layer's rows of the relative inputs (:class:`~doors_gym_baselines.cells.RelativeRows`)."""
+        rows, relative, width = self.planes_weight, self.relative, self.grid_width
+        column = agent % width
+        features = rows[relative.agent_row + agent // width] + rows[relative.agent_col + column]
+        goal_rows = rows[relative.goal + goal.clamp(min=0) % width - column] * (goal >= 0).unsqueeze(1)
+        features = features + goal_rows
+        if self.has_doors:
+            doors = cells[:, 2:].long() - column.unsqueeze(1) + self.relative_doors
+            features = features + rows[doors].sum(dim=1)
+        return features
 
 
 class GridQNetwork(nn.Module):
@@ -118,17 +133,17 @@ class GridQNetwork(nn.Module):
 
 
 def make_network(config: DQNConfig) -> QNetwork:
-    """The config's Q-network: over the two cells, and the door columns where the doors are random (each door
-    relative to the agent too where ``relative_doors``)."""
-    params, relative = config.params, config.hyperparameters.relative_doors
-    inputs = num_inputs(params, relative) if params.random_doors else None
+    """The config's Q-network: over the two cells, and the door columns where the doors are random (with the
+    relative inputs where ``relative_inputs``)."""
+    params, relative = config.params, config.hyperparameters.relative_inputs
+    inputs = num_inputs(params, relative) if params.random_doors or relative else None
     hidden_sizes = config.hyperparameters.hidden_sizes
     return QNetwork(
         params.num_cells,
         hidden_sizes,
         door_offsets=door_offsets(params),
         num_inputs=inputs,
-        relative_offsets=relative_offsets(params) if relative else (),
+        relative=relative_rows(params) if relative else None,
         grid_width=params.width if relative else 0,
     )
 

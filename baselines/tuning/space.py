@@ -47,10 +47,10 @@ EXPLORATION = (
     Range("n_step", 1, 8, integer=True),
     Range("restart_prob", 0.0, 1.0),
     Range("restart_fraction", 0.1, 1.0),
-    Range("relative_doors", choices=(False, True)),
+    Range("relative_inputs", choices=(False, True)),
 )
 """Directed exploration, searched where each episode draws its doors (the larger levels'): multi-step returns,
-exploring starts and their decay, and the doors relative to the agent. A study of ``Doors-v0`` leaves them off."""
+exploring starts and their decay, and the relative inputs. A study of ``Doors-v0`` leaves them off."""
 
 Space = Sequence[Range]
 """A search space: its coordinates, in the order a trial samples them."""

@@ -184,27 +184,31 @@ def test_the_scan_ring_skips_episodes_that_started_anywhere():
     assert int(episodes.count) == 3 and np.asarray(episodes.counted).tolist() == [True, True]
 
 
+@pytest.mark.parametrize("level_name", ["31x31", "study"])
 @pytest.mark.parametrize("framework", ["torch", "flax"])
-def test_relative_doors_add_one_row_per_door_relative_to_the_agent(framework):
-    """``relative_doors``: both networks' first layer is the one-hot planes' rows, the relative ones included."""
+def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_name):
+    """``relative_inputs``: both networks' first layer is the one-hot planes' rows, the relative ones included."""
     import gymnasium as gym
 
     from doors_gym.levels import get_level
     from doors_gym_baselines import cells as cell_codes
     from doors_gym_baselines.config import level_run
 
-    level = get_level("31x31")
+    level = get_level(level_name)
     params = level.params()
-    config = DQNConfig.of(**level_run(level), hidden_sizes=(16,), relative_doors=True)
+    config = DQNConfig.of(**level_run(level), hidden_sizes=(16,), relative_inputs=True)
     envs = gym.make_vec(level.env_id, 8)
     cells = cell_codes.encode(envs.reset(seed=0)[0], params)
     cells[0, 1] = cell_codes.HIDDEN
-    inputs = cell_codes.num_inputs(params, relative_doors=True)
-    relative = cell_codes.relative_offsets(params)
-    assert inputs == cell_codes.num_inputs(params) + 6 * (2 * 31 - 1) and relative[0] == cell_codes.num_inputs(params) + 30
-    planes = cell_codes.planes(cells, params.num_cells, cell_codes.door_offsets(params), inputs, relative, params.width)
-    # The agent, the goal (none in row 0), each door's column and each door's column relative to the agent.
-    np.testing.assert_array_equal(planes.sum(axis=1), [1 + 2 * 6] + [2 + 2 * 6] * 7)
+    doors = cell_codes.door_count(params)
+    inputs = cell_codes.num_inputs(params, relative=True)
+    rows = cell_codes.relative_rows(params)
+    width, height = params.width, params.height
+    assert inputs == cell_codes.num_inputs(params) + height + width + (1 + doors) * (2 * width - 1) == rows.end
+    planes = cell_codes.planes(cells, params.num_cells, cell_codes.door_offsets(params), inputs, rows, width)
+    # The agent, the goal (none in row 0), the doors; the agent's row and column, the goal's relative column (none
+    # in row 0) and the doors' relative columns.
+    np.testing.assert_array_equal(planes.sum(axis=1), [1 + doors + 2 + doors] + [2 + doors + 3 + doors] * 7)
     if framework == "torch":
         torch = needs("torch")
         from doors_gym_baselines.dqn_torch import make_network
@@ -223,5 +227,3 @@ def test_relative_doors_add_one_row_per_door_relative_to_the_agent(framework):
         want = hidden @ np.asarray(weights["Dense_0"]["kernel"]) + np.asarray(weights["Dense_0"]["bias"])
         got = network.apply({"params": weights}, cells)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
-    with pytest.raises(ValueError, match="relative_doors=True needs doors drawn per episode"):
-        make_network(DQNConfig.of(relative_doors=True))
