@@ -213,7 +213,8 @@ def test_reset_options_place_agent_and_goal_and_reject_bad_cells():
         ({"agent_pos": (7, 3)}, "wall"),
         ({"goal_pos": (15, 0)}, "outside"),
         ({"agent_pos": (2, 2), "goal_pos": (2, 2)}, "goal"),
-        ({"start": (1, 1)}, "unknown"),
+        ({"begin": (1, 1)}, "unknown"),
+        ({"start": (1, 1)}, "start=\\(1, 1\\) is not supported"),
         ({"agent_pos": "ab"}, "agent_pos"),
     ]:
         with pytest.raises(ValueError, match=word):
