@@ -54,6 +54,15 @@ def all_start_states(params: DoorsParams) -> DoorsState:
     return core.initial_state(params, agent_col, goal_col)
 
 
+def start_observations(params: DoorsParams, count: int) -> np.ndarray:
+    """The grid observations ``(count, H * W)`` of the first ``count`` greedy evaluations' starts: start/goal pairs
+    in order where the doors are fixed, the episodes of :data:`EVALUATION_SEED` (doors drawn) where they are random."""
+    if params.random_doors:
+        envs = DoorsVectorEnv(count, **_layout_keywords(params))
+        return envs.reset(seed=EVALUATION_SEED)[0]
+    return np.asarray(core.observation(params, all_start_states(params)))[:count]
+
+
 EVALUATION_EPISODES = 1000
 """Greedy episodes of an evaluation where the doors are random (SPEC's "at least 1000")."""
 EVALUATION_SEED = 2**31 - 1

@@ -95,10 +95,10 @@ def signature(num_cells: int) -> Any:
 
 
 def example_observations(params: Any, count: int = 2) -> np.ndarray:
-    """``count`` start observations of the layout (the input example)."""
-    from .evaluation import all_start_states
+    """``count`` start observations of the layout (the input example), with their doors where they are random."""
+    from .evaluation import start_observations
 
-    return np.asarray(core.observation(params, all_start_states(params)))[:count]
+    return start_observations(params, count)
 
 
 def log_model(result: TrainResult, seed_index: int = 0) -> str:

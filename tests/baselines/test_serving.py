@@ -178,3 +178,29 @@ def test_enjoy_renders_a_registered_champion(logged, tmp_path, capsys):
     argv = ["enjoy", "models:/doors-torch-numpy@champion", "--episodes", "1", "--out", str(out), "--tracking-uri", uri]
     assert cli.main(argv) == 0
     assert out.is_file() and "1 greedy episode(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("arm_name", "changes"), [("torch-numpy", {}), ("flax-scan", {"relative_inputs": True})])
+def test_a_model_at_a_level_with_random_doors_logs_and_predicts_on_that_levels_observations(
+    arm_name, changes, tmp_path
+):
+    """The input example holds the level's doors (a start of the greedy evaluation), and the pyfunc model acts
+    as the arm does on that level's observations (a relative-input network included)."""
+    from doors_gym.levels import get_level
+    from doors_gym_baselines.config import level_run
+    from doors_gym_baselines.evaluation import start_observations
+
+    level = get_level("3Walls")
+    tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "levels")
+    arm = get_arm(arm_name)
+    config = DQNConfig.of(**TINY, **level_run(level), **changes, env_id=arm.env_id)
+    with mlflow.start_run(run_name=arm_name):
+        result = arm.train(config)
+        model_uri = serving.log_model(result)
+    obs = start_observations(level.params(), 16)
+    example = serving.example_observations(level.params())
+    np.testing.assert_array_equal(example, obs[:2])
+    assert (example.reshape(2, 15, 15)[:, list(level.params().wall_rows)] != 2).sum() == 2 * 3  # a door per wall
+    predicted = mlflow.pyfunc.load_model(model_uri).predict(obs)
+    own = result.model.policy(0) if arm.seeds_in_one_run else result.model
+    np.testing.assert_array_equal(predicted["action"].to_numpy(), arm.act(own, obs))
