@@ -20,12 +20,22 @@ LANES = [
 ]  # fmt: skip
 
 
-def test_each_lane_trains_as_its_trial_alone():
+EXPLORING = [
+    dict(restart_prob=0.3, restart_fraction=0.5, n_step=3, relative_inputs=True),
+    dict(restart_prob=0.8, restart_fraction=1.0, n_step=3, relative_inputs=True),
+]
+"""Exploration settings per lane (restarts) and per program (multi-step returns, relative inputs). A lane whose
+``restart_prob`` is 0 in a program that draws restarts trains with other random draws than alone (the same
+algorithm): each lane here draws them."""
+
+
+@pytest.mark.parametrize("exploring", [False, True], ids=["plain", "exploring"])
+def test_each_lane_trains_as_its_trial_alone(exploring):
     jax = needs("jax")
     from doors_gym_baselines.dqn_flax_scan import make_train
     from doors_gym_baselines.scan_lanes import lane_values, program_config
 
-    configs = [DQNConfig.of(**SMALL, **lane) for lane in LANES]
+    configs = [DQNConfig.of(**SMALL, **lane, **(EXPLORING[i] if exploring else {})) for i, lane in enumerate(LANES)]
     program = make_train(program_config(configs).replace(num_seeds=2), lanes=True)
     keys = jax.vmap(jax.random.key)(np.array([5, 6]))
     values = jax.tree.map(np.asarray, lane_values(configs))
