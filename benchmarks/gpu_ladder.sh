@@ -13,6 +13,7 @@ out="${1:-out/gpu_ladder}"
 bin="${BIN:-.venv/bin}"
 seeds="${SEEDS:-2}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"
 cd "$(dirname "$0")/.."
 budget=()
 # Short, but long enough for a 1024-env run to end episodes at 63x63 (504 steps each).
@@ -36,7 +37,8 @@ run() {  # NAME ARGUMENTS...: one comparison, its table printed as it ends
     local name="$1"
     shift
     echo "== $name"
-    "$bin/doors-gym" compare --no-models --quiet --fresh --out "$out/$name" "${budget[@]}" "$@"
+    "$bin/doors-gym" compare --no-models --quiet --fresh --out "$out/$name" --tracking-uri "sqlite:///$out/mlflow.db" \
+        "${budget[@]}" "$@"
 }
 start=$SECONDS
 run 31x31-preset --level 31x31 --arms flax-scan --seeds "$seeds"
@@ -53,6 +55,8 @@ print("| comparison | arm | solved | s to solved, IQM | env steps to solved, IQM
 print("|---|---|---:|---:|---:|---:|---:|")
 for table in sorted(out.glob("*/compare.csv")):
     for row in csv.DictReader(table.open()):
+        if not row["seeds"]:  # the oracle's row
+            continue
         figures = [float(row[name]) for name in ("seconds_to_solved_iqm", "steps_to_solved_iqm")]
         print(
             f"| {table.parent.name} | {row['arm']} | {row['solved']}/{row['seeds']} | {figures[0]:.1f} "
