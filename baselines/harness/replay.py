@@ -194,9 +194,11 @@ class ReplayBuffer:
         return cells, self.actions[index], returns, next_cells, self.terminated[last], discounts
 
     def bytes_per_transition(self) -> int:
-        """Bytes one stored transition takes (every per-transition array's row; 28 at every level)."""
+        """Bytes one stored transition takes (every per-transition array's row; 28 at every level, 32 with
+        multi-step returns, whose link to the next transition is an int32)."""
         arrays = (self.cells, self.next_cells, self.layout, self.actions, self.rewards, self.terminated)
-        return sum(array[0].nbytes if array.ndim > 1 else array.itemsize for array in arrays)
+        links = (self.next_slot,) if self.n_step > 1 else ()
+        return sum(array[0].nbytes if array.ndim > 1 else array.itemsize for array in (*arrays, *links))
 
     def layout_bytes(self) -> int:
         """Bytes of the layout table (0 where the doors are fixed), besides the transitions."""

@@ -112,10 +112,11 @@ def test_host_and_device_buffers_build_the_reference_multi_step_transitions(capa
 
 
 def test_one_step_buffers_sample_as_before():
-    """``n_step=1`` keeps the five arrays and the stored flags of every arm's one-step buffer."""
+    """``n_step=1`` keeps the five arrays, the bytes and the stored flags of every arm's one-step buffer."""
     steps = stream(seed=0)
     host, device = filled(200, steps, 1)
     assert len(host.sample(8)) == 5
+    assert host.bytes_per_transition() == 28 and filled(200, steps, 3)[0].bytes_per_transition() == 32
     assert set(np.unique(np.asarray(device.terminated))) <= {0.0, 1.0, device_replay.TRUNCATED}
     plain = device_replay.add(
         device, state(steps["agent"][0], steps["goal"][0]), jax.numpy.zeros(NUM_ENVS, jax.numpy.int32),
