@@ -50,9 +50,8 @@ def num_inputs(params: DoorsParams, relative: bool = False) -> int:
     """Inputs of the first layer: the agent's and the goal's planes (``2 * H * W``), and where the doors are
     random one plane of open columns per wall (``n_walls * W``); with ``relative`` (the hyperparameter
     ``relative_inputs``) the planes of :class:`RelativeRows` after those."""
-    walls = params.n_walls * params.width if params.random_doors else 0
-    absolute = 2 * params.num_cells + walls
-    return relative_rows(params).end if relative else absolute
+    rows = relative_rows(params)  # its first row follows the absolute planes
+    return rows.end if relative else rows.agent_row
 
 
 class RelativeRows(NamedTuple):

@@ -231,7 +231,7 @@ def train(
         epsilon = config.epsilon(global_step)
         actions = timer.timed("action_selection", rollout.act, epsilon)
         next_obs, rewards, terminated, truncated, info = timer.timed("env_step", rollout.envs.step, actions)
-        restart = config.restart_probability(global_step)
+        restart = config.restart_probability(global_step) if rollout.restarts else 0.0
         stored = (actions, next_obs, rewards, terminated, truncated, info, restart)
         finished = timer.timed("replay_buffer", rollout.store, *stored)
         if global_step > hyper.learning_starts and iteration % hyper.train_frequency == 0:
