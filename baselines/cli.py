@@ -21,13 +21,23 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from doors_gym import cli as doors_cli
+from doors_gym.levels import STUDY
 
 from . import flags
 from . import runtime
 from .arms import ARMS, get_arm
 from .compare import CompareOptions
-from .config import HYPERPARAMETER_NAMES, Config, Hyperparameters, RunSettings, field_names
-from .presets import RUN_FIELDS, PresetOptions, load_preset
+from .enjoy import LARGEST_CELL_PIXELS
+from .config import (
+    HYPERPARAMETER_NAMES,
+    LAYOUT_NAMES,
+    Config,
+    Hyperparameters,
+    RunSettings,
+    at_level,
+    field_names,
+)
+from .presets import RUN_FIELDS, PresetOptions, level_preset, preset_at
 from .tracking import TrackOptions, track_training
 from .tuning import TRIAL_RUN_FIELDS_OFF_THE_CLI, TUNING_RUN, TuneOptions
 
@@ -55,7 +65,10 @@ def add_enjoy_arguments(parser: argparse.ArgumentParser) -> None:
         help="where a runs:/ or models:/ MODEL is (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)",
     )
     doors_cli.episodes_arguments(parser, episodes=3, out_required=False)
-    parser.set_defaults(handler=run_enjoy)
+    for action in parser._actions:
+        if action.dest == "cell_pixels":
+            action.help = f"pixels per cell (default: {LARGEST_CELL_PIXELS}, fewer where the model's grid would not fit)"
+    parser.set_defaults(handler=run_enjoy, cell_pixels=None)
 
 
 def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,9 +76,17 @@ def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arm", required=True, choices=tuple(ARMS), help="which arm to tune")
     flags.add_arguments(parser.add_argument_group("study"), TuneOptions)
     flags.add_arguments(
-        parser.add_argument_group("every trial"), RunSettings, TUNING_RUN, exclude=TRIAL_RUN_FIELDS_OFF_THE_CLI
+        parser.add_argument_group("every trial"),
+        RunSettings,
+        TUNING_RUN,
+        exclude=TRIAL_RUN_FIELDS_OFF_THE_CLI,
+        from_preset=TUNING_BUDGET,
     )
     parser.set_defaults(handler=run_tune)
+
+
+TUNING_BUDGET = ("total_steps", "eval_every", "hold_out_steps")
+"""A trial's budget: tuning's own at the study's level, the level's shared preset's at another, unless typed."""
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,22 +113,23 @@ COMMANDS = {
     "train": (
         "train one DQN arm and print its figures",
         TRAIN_DESCRIPTION,
-        True,
+        "levels",
         lambda p: add_train_arguments(p, tuple(ARMS)),
     ),
     "enjoy": (
         "watch a trained model's greedy episodes (window, .mp4 or .gif)",
         "Load a model written by `doors-gym train --save` (any arm; the file's content says which) and play greedy "
         "episodes in a window, or write them to a video.",
-        False,
+        None,
         add_enjoy_arguments,
     ),
     "tune": (
         "tune a DQN arm with Optuna (TPE + Hyperband), tracked in MLflow",
         "Run (or resume, or join as another worker) an Optuna study over one arm's hyperparameters. Storage: a local "
         "SQLite file unless --storage names another SQLAlchemy URL (PostgreSQL for workers on several machines). "
-        "Every trial is a nested MLflow run under the study's parent run.",
-        True,
+        "Every trial is a nested MLflow run under the study's parent run. At a level (--level), the study starts "
+        "from the level's shared preset and budget.",
+        "levels",
         add_tune_arguments,
     ),
     "compare": (
@@ -115,7 +137,7 @@ COMMANDS = {
         "Train each arm over several seeds, evaluate greedily and write a table (Markdown and CSV) and learning "
         "curves, beside the oracle and the study's published figures; everything goes to MLflow. A killed "
         "comparison resumes from its finished runs.",
-        True,
+        "layout",
         add_compare_arguments,
     ),
     "ladder": (
@@ -123,21 +145,61 @@ COMMANDS = {
         "Run `compare --level NAME` at each level (the level's shared preset, each arm at its backend's id of the "
         "level), then write a table and a plot across the levels: time to solved (IQM, 95 % CI), env steps per "
         "second and ms per update. Each level is its own MLflow parent run; a killed ladder resumes.",
-        False,
+        None,
         add_ladder_arguments,
     ),
 }
-"""Each command's help line, description, whether it takes the layout flags, and its flags."""
+"""Each command's help line, description, which env flags it takes (``"levels"``: the layout flags and
+``--level``, ``--n-walls``, ``--doors``; ``"layout"``: the layout flags, its own ``--level`` being an option of
+the command; ``None``: none), and its flags."""
+
+TIME_LIMIT_HELP = "time limit per episode (default: the layout's, (n_walls + 1) * (H + W); a level's own)"
+
+
+def env_parents(kind: str | None) -> list[argparse.ArgumentParser]:
+    """The parent parsers of a command's env flags (new ones per command: argparse shares a parent's actions).
+
+    The time limit defaults to the layout's (a level's own), as in ``play`` and ``render``."""
+    if kind is None:
+        return []
+    layout = doors_cli.layout_parser()
+    for action in layout._actions:
+        if action.dest == "max_episode_steps":
+            action.default, action.help = None, TIME_LIMIT_HELP
+    return [layout, doors_cli.level_parser()] if kind == "levels" else [layout]
 
 
 def add_commands(commands: Any, layout: argparse.ArgumentParser) -> None:
-    """Adds ``train``, ``enjoy``, ``tune`` and ``compare`` to the ``doors-gym`` subparsers (nothing else:
-    each command makes its process-wide settings when it runs, see :mod:`.runtime`)."""
-    for name, (help_line, description, takes_layout, add_arguments) in COMMANDS.items():
-        parser = commands.add_parser(
-            name, parents=[layout] if takes_layout else [], help=help_line, description=description
-        )
+    """Adds ``train``, ``enjoy``, ``tune``, ``compare`` and ``ladder`` to the ``doors-gym`` subparsers (nothing
+    else: each command makes its process-wide settings when it runs, see :mod:`.runtime`). ``layout``, the env
+    package's layout flags, is not shared: each command builds its own (:func:`env_parents`)."""
+    del layout
+    for name, (help_line, description, env_flags, add_arguments) in COMMANDS.items():
+        parser = commands.add_parser(name, parents=env_parents(env_flags), help=help_line, description=description)
         add_arguments(parser)
+
+
+def layout_settings(args: argparse.Namespace, level: str = STUDY) -> dict[str, Any]:
+    """The layout run settings of parsed layout flags at ``level`` (``args.level`` where the command has
+    ``--level``): the flags' layout at the study's level, the level's own at another
+    (:func:`~doors_gym_baselines.config.at_level`, the one mapping of a level to its layout and time limit).
+
+    Raises:
+        ValueError: naming a layout flag or the time limit given beside a level.
+    """
+    level = getattr(args, "level", None) or level
+    flags_only = {"n_walls": None, "doors": None, **vars(args), "level": None}
+    keywords = doors_cli.layout_keywords(argparse.Namespace(**flags_only))
+    if level != STUDY:
+        doors_cli.layout_keywords(argparse.Namespace(**{**flags_only, "level": level}))  # no layout flag beside it
+        if args.max_episode_steps is not None:
+            raise ValueError(
+                f"level={level!r} sets the time limit: max_episode_steps={args.max_episode_steps!r} cannot be given "
+                "beside it (give a level, or the layout flags)"
+            )
+    settings = {name: tuple(value) if isinstance(value, list) else value for name, value in keywords.items()}
+    run = at_level(RunSettings(**settings), level)
+    return {name: getattr(run, name) for name in LAYOUT_NAMES}
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, arms: tuple[str, ...]) -> None:
@@ -164,8 +226,11 @@ def config_from_arguments(args: argparse.Namespace) -> Config:
         ValueError: naming a hyperparameter flag that is not one of the arm's hyperparameters.
     """
     arm = get_arm(args.arm)
-    preset = load_preset(PresetOptions(**flags.values_from(PresetOptions, args)).preset, arm.name)
-    run = RunSettings(**flags.values_from(RunSettings, args, exclude=RUN_FIELDS))
+    spec = PresetOptions(**flags.values_from(PresetOptions, args)).preset
+    preset = preset_at(spec, arm.name, getattr(args, "level", None) or STUDY)
+    run = RunSettings(
+        **flags.values_from(RunSettings, args, exclude=(*RUN_FIELDS, *LAYOUT_NAMES)), **layout_settings(args)
+    )
     hyperparameters = flags.values_from(Hyperparameters, args)
     own = field_names(arm.hyperparameters)
     for name, value in hyperparameters.items():
@@ -243,8 +308,13 @@ def run_tune(args: argparse.Namespace) -> int:
     """``doors-gym tune``: one worker of an Optuna study."""
     from .tuning import describe, tune
 
-    options = TuneOptions(arm=args.arm, **flags.values_from(TuneOptions, args))
-    run = dataclasses.replace(TUNING_RUN, **flags.values_from(RunSettings, args, exclude=TRIAL_RUN_FIELDS_OFF_THE_CLI))
+    level = args.level or STUDY
+    options = TuneOptions(arm=args.arm, level=level, **flags.values_from(TuneOptions, args))
+    budget = {name: getattr(TUNING_RUN, name) for name in TUNING_BUDGET}
+    if level != STUDY:
+        budget.update({name: value for name, value in level_preset(level).run.items() if name in TUNING_BUDGET})
+    typed = flags.values_from(RunSettings, args, exclude=(*TRIAL_RUN_FIELDS_OFF_THE_CLI, *LAYOUT_NAMES))
+    run = dataclasses.replace(TUNING_RUN, **{**budget, **typed}, **layout_settings(args))
     study = tune(options, run)
     print(describe(study, options))
     return 0
@@ -258,7 +328,8 @@ def run_compare(args: argparse.Namespace) -> int:
     options = CompareOptions(**flags.values_from(CompareOptions, args))
     # The budget flags are the comparison's overrides of its preset; the run settings are the layout and machinery.
     budget = [spec.name for spec in dataclasses.fields(CompareOptions)]
-    outcome = compare(options, RunSettings(**flags.values_from(RunSettings, args, exclude=budget)))
+    machinery = flags.values_from(RunSettings, args, exclude=(*budget, *LAYOUT_NAMES))
+    outcome = compare(options, RunSettings(**machinery, **layout_settings(args, options.level)))
     print(describe_outcome(outcome, options))
     return 0
 

@@ -39,7 +39,7 @@ from doors_gym.levels import LEVEL_NAMES, STUDY, get_level
 from . import reporting, tracking
 from .arm import ArmProtocol
 from .arms import ARMS, get_arm
-from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, field, level_run
+from .config import Config, DQNConfig, RunSettings, at_level, check_at_least, check_choice, field
 from .metrics import TrainResult, first_window, solved_since
 from .presets import (
     RUN_FIELDS,
@@ -47,9 +47,9 @@ from .presets import (
     Preset,
     check_preset,
     hyperparameters_of,
-    level_preset,
-    load_preset,
+    preset_at,
     preset_field,
+    tuned_path,
 )
 from .serving import register_champion
 
@@ -85,7 +85,8 @@ class CompareOptions:
     level: str = field(
         STUDY,
         "the level every arm trains at, each stepping its own backend's id of it (study: Doors-v0); at a level "
-        "other than the study's, the presets 'tuned' and 'shared' mean the level's shared preset "
+        "other than the study's, 'tuned' is the arm's tuned preset there (hyperparams/<level>/<arm>.yml, written "
+        "by tune --level) where it exists, else, as 'shared' always is, the level's shared preset "
         "(hyperparams/level-<level>.yml)",
         choices=LEVEL_NAMES,
     )
@@ -106,16 +107,15 @@ class CompareOptions:
                 check_at_least(name, getattr(self, name), 1)
 
     def preset_config(self, arm: str, run: RunSettings | None = None) -> tuple[Config, Preset]:
-        """``arm``'s preset over ``run`` (layout and machinery), with the budget overrides, and the preset.
+        """``arm``'s preset over ``run`` (layout and machinery) at the comparison's level, with the budget
+        overrides, and the preset.
 
-        At a level other than the study's, the level's layout and time limit replace ``run``'s, and the
-        presets ``tuned`` and ``shared`` are the level's shared preset (no arm has a tuned one there)."""
-        at_level = self.level != STUDY
-        if at_level:
-            run = dataclasses.replace(run or RunSettings(), **level_run(get_level(self.level)))
-        shared = at_level and self.preset in ("tuned", SHARED)
-        preset = level_preset(self.level) if shared else load_preset(self.preset, arm)
-        config = preset.config(run, hyperparameters_of(arm))
+        At a level other than the study's, the level's layout and time limit replace ``run``'s
+        (:func:`~doors_gym_baselines.config.at_level`), and the preset is read there
+        (:func:`~doors_gym_baselines.presets.preset_at`: ``tuned`` is the arm's tuned preset at the level where
+        one was written, else the level's shared preset)."""
+        preset = preset_at(self.preset, arm, self.level)
+        config = preset.config(self.layout(run), hyperparameters_of(arm))
         budget = {
             name: getattr(self, name) for name in ("total_steps", "eval_every") if getattr(self, name) is not None
         }
@@ -124,13 +124,19 @@ class CompareOptions:
         )
         return config.replace(**budget), preset
 
+    def layout(self, run: RunSettings | None = None) -> RunSettings:
+        """``run`` (default: the defaults) at the comparison's level."""
+        return at_level(run or RunSettings(), self.level)
+
     @property
     def run_name(self) -> str:
         """The name of the comparison's MLflow parent run (its level's name after the preset's, off the study)."""
         if self.level == STUDY:
             return f"compare-{pathlib.Path(self.preset).stem}"
-        shared = self.preset in ("tuned", SHARED)  # both mean the level's shared preset there
-        return f"compare-{SHARED if shared else pathlib.Path(self.preset).stem}-{self.level}"
+        # "tuned" is the level's shared preset there, unless an arm has a tuned preset at the level.
+        tuned = self.preset == "tuned" and any(tuned_path(arm, self.level).exists() for arm in self.arms)
+        name = "tuned" if tuned else SHARED if self.preset in ("tuned", SHARED) else pathlib.Path(self.preset).stem
+        return f"compare-{name}-{self.level}"
 
     @property
     def seed_list(self) -> list[int]:
@@ -189,10 +195,7 @@ def plan(options: CompareOptions, run: RunSettings | None = None) -> Plan:
         if arm.seeds_in_one_run and options.seeds > 1:
             together = dataclasses.replace(each, seeds_in_one_run=options.seeds)
             rows.append(PlannedRow(together, planned_runs(options, arm, config, [options.seed_list])))
-    base = run or RunSettings()
-    if options.level != STUDY:
-        base = dataclasses.replace(base, **level_run(get_level(options.level)))
-    return Plan(options, DQNConfig(run=base), tuple(rows))
+    return Plan(options, DQNConfig(run=options.layout(run)), tuple(rows))
 
 
 def planned_runs(

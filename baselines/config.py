@@ -20,7 +20,7 @@ import numpy as np
 
 from doors_gym import core
 from doors_gym.core import DoorsParams
-from doors_gym.levels import LEVELS, Level
+from doors_gym.levels import LEVELS, STUDY, Level, get_level
 
 ENV_IDS = ("Doors-v0", "DoorsJax-v0")
 """The arms' backends, by the study level's ids; a run at another level steps that backend's id of its level
@@ -237,6 +237,20 @@ class RunSettings:
         self.params  # validates the layout
 
     @property
+    def env_keywords(self) -> dict[str, Any]:
+        """The layout keywords of ``gym.make`` / ``gym.make_vec`` for this layout (``n_walls`` and ``doors`` only
+        off ``Doors-v0``'s one wall of fixed doors, so its call is the study's own)."""
+        keywords: dict[str, Any] = {
+            "grid_size": tuple(self.grid_size),
+            "n_doors": self.n_doors,
+            "door_cols": self.door_cols,
+            "max_episode_steps": self.max_episode_steps,
+        }
+        if self.n_walls != core.DEFAULT_N_WALLS or self.doors != "fixed":
+            keywords.update(n_walls=self.n_walls, doors=self.doors)
+        return keywords
+
+    @property
     def params(self) -> DoorsParams:
         """The env layout and time limit."""
         return DoorsParams(
@@ -423,6 +437,15 @@ def level_run(level: Level) -> dict[str, Any]:
     }
 
 
+def at_level(run: RunSettings, level: str) -> RunSettings:
+    """``run`` at the registered ``level``: its layout and time limit in place of ``run``'s (the study's level
+    keeps ``run``'s own, which may be any layout of the flags). Every command that trains at a level goes
+    through here; ``ValueError`` naming an unknown level."""
+    if level == STUDY:
+        return run
+    return dataclasses.replace(run, **level_run(get_level(level)))
+
+
 def make_config(hyperparameters: Any, run: RunSettings | None = None) -> Config:
     """The config of ``hyperparameters`` over ``run``: a :class:`DQNConfig` for DQN's, a :class:`Config` for an
     arm's own."""
@@ -451,6 +474,8 @@ def _own_hyperparameters(cls: type) -> type:
 
 RUN_NAMES = field_names(RunSettings)
 """The run settings' names (no arm's hyperparameter may take one)."""
+LAYOUT_NAMES = tuple(spec.name for spec in dataclasses.fields(RunSettings) if spec.metadata.get("layout"))
+"""The run settings of the layout and its time limit (the layout and level flags set them)."""
 HYPERPARAMETER_NAMES = field_names(Hyperparameters)
 """DQN's hyperparameters' names."""
 

@@ -10,6 +10,7 @@ it was. Threads follow the eager arm's policy (:func:`doors_gym_baselines.runtim
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -29,6 +30,19 @@ from .runtime import torch_threads
 
 COMPILE_MODE = "default"
 """torch.compile's mode for both functions (``benchmarks/update_cost.py`` compares the modes on a CPU)."""
+IGNORED_PROFILER_NOTE = "Profiler record function"
+"""The start of dynamo's note that it skips the optimizer's ``record_function`` context (profiler labels, which
+this arm never records): nothing for a user to act on, so it is kept off the terminal."""
+
+
+class _WithoutProfilerNote(logging.Filter):
+    """Drops dynamo's :data:`IGNORED_PROFILER_NOTE` and lets every other record through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(IGNORED_PROFILER_NOTE)
+
+
+logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(_WithoutProfilerNote())
 
 
 class CompiledTorchLearner(TorchLearner):

@@ -18,13 +18,16 @@ import numpy as np
 
 import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import rendering
+from doors_gym.pixels import default_cell_pixels
 
 from . import tracking
 from .arm import ArmProtocol
-from .config import Config
+from .config import Config, level_env_id
 from .serving import download_model_file, load_model
 
 URI_SCHEMES = ("runs:/", "models:/")
+LARGEST_CELL_PIXELS = 24
+"""Pixels per cell of a watched episode, fewer where the grid would not fit (63 x 63: 10)."""
 
 
 def load_policy(
@@ -54,24 +57,26 @@ def enjoy(
     out: str | pathlib.Path | None = None,
     seed: int = 0,
     fps: int = 8,
-    cell_pixels: int = rendering.DEFAULT_CELL_PIXELS,
+    cell_pixels: int | None = None,
     tracking_uri: str | None = None,
     arm: ArmProtocol | None = None,
 ) -> dict[str, Any]:
-    """Plays ``episodes`` greedy episodes; writes a video to ``out`` or shows a window when ``out`` is None.
+    """Plays ``episodes`` greedy episodes at the model's own layout (its level's, doors drawn per episode where
+    they are random); writes a video to ``out`` or shows a window when ``out`` is None.
 
-    Returns the success rate and mean return of the episodes played, and the frames written.
+    ``cell_pixels`` defaults to one that fits the grid in a window (:func:`doors_gym.pixels.default_cell_pixels`).
+    Returns the success rate and mean return of the episodes played, the frames written, the env's id and the
+    pixels per cell.
     """
     if out is not None and pathlib.Path(out).suffix.lower() not in rendering.VIDEO_SUFFIXES:
         raise ValueError(f"out={str(out)!r} has suffix {pathlib.Path(out).suffix!r}: expected .mp4 or .gif")
     policy, config = load_policy(path, tracking_uri, arm)
     run = config.run
+    if cell_pixels is None:
+        cell_pixels = default_cell_pixels(tuple(run.grid_size), LARGEST_CELL_PIXELS)
     env = gym.make(
-        "Doors-v0",
-        grid_size=tuple(run.grid_size),
-        n_doors=run.n_doors,
-        door_cols=run.door_cols,
-        max_episode_steps=run.max_episode_steps,
+        level_env_id("Doors-v0", run.params),
+        **run.env_keywords,
         render_mode="human" if out is None else "rgb_array",
         cell_pixels=cell_pixels,
     )
@@ -92,7 +97,13 @@ def enjoy(
     env.close()
     if out is not None:
         rendering.write_video(frames, out, fps=fps)
-    return {"success_rate": successes / episodes, "mean_return": float(np.mean(returns)), "frames": len(frames)}
+    return {
+        "success_rate": successes / episodes,
+        "mean_return": float(np.mean(returns)),
+        "frames": len(frames),
+        "env_id": env.spec.id,
+        "cell_pixels": cell_pixels,
+    }
 
 
 def describe(figures: dict[str, Any], episodes: int, out: str | pathlib.Path | None) -> str:

@@ -26,7 +26,8 @@ from doors_gym.levels import LEVEL_NAMES, get_level
 
 from . import tracking
 from .arms import ARMS
-from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, compare, load_cached
+from . import compare as comparison  # looked up when a level runs (a test's stand-in for compare reaches it)
+from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, load_cached
 from .compare import plan as plan_comparison
 from .config import RunSettings, check_at_least, check_choice, field
 from .presets import SHARED
@@ -253,7 +254,7 @@ def ladder(options: LadderOptions, run: RunSettings | None = None) -> LadderOutc
         if options.report_only:
             summaries, oracle = finished(level_options, run)
         else:
-            outcome = compare(level_options, run)
+            outcome = comparison.compare(level_options, run)
             summaries, oracle = outcome.rows, outcome.oracle
         rows.extend(ladder_rows(level_options.level, summaries, oracle))
     return write_ladder(rows, [level.level for level in plan(options)], pathlib.Path(options.out))

@@ -24,6 +24,8 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
+from doors_gym.levels import STUDY
+
 from .config import Config, Hyperparameters, RunSettings, field, field_names, make_config
 
 HYPERPARAMS_DIR = pathlib.Path(__file__).parent / "hyperparams"
@@ -142,9 +144,25 @@ class Preset:
         return make_config(hyperparameters(**self.hyperparameters), run)
 
 
-def tuned_path(arm: str) -> pathlib.Path:
-    """The tuned preset file of ``arm``."""
-    return HYPERPARAMS_DIR / f"{arm}.yml"
+def tuned_path(arm: str, level: str = STUDY) -> pathlib.Path:
+    """The tuned preset file of ``arm`` at ``level``: ``hyperparams/<arm>.yml`` at the study's level,
+    ``hyperparams/<level>/<arm>.yml`` at another (``doors-gym tune --level <level> --preset-out`` writes it)."""
+    return HYPERPARAMS_DIR / (f"{arm}.yml" if level == STUDY else f"{level}/{arm}.yml")
+
+
+def preset_at(spec: str, arm: str, level: str = STUDY) -> Preset:
+    """The preset ``spec`` for ``arm`` at ``level``, as every command that trains at a level reads it.
+
+    At the study's level it is :func:`load_preset`'s. At another, ``tuned`` is the arm's tuned preset at that
+    level (:func:`tuned_path`) where a study wrote one, else the level's shared preset, as ``shared`` is
+    (:func:`level_preset`); any other name or file is read as at the study's level.
+    """
+    if level == STUDY or spec not in ("tuned", SHARED):
+        return load_preset(spec, arm)
+    path = tuned_path(arm, level)
+    if spec == "tuned" and path.exists():
+        return dataclasses.replace(read_preset(path, hyperparameters_of(arm)), name=f"tuned-{level}")
+    return level_preset(level)
 
 
 def tuned_arms() -> tuple[str, ...]:
@@ -166,7 +184,7 @@ def level_preset(level: str) -> Preset:
         ValueError: naming a level that has no preset file.
     """
     shared = load_preset(SHARED, "")
-    if level == "study":
+    if level == STUDY:
         return shared
     path = HYPERPARAMS_DIR / f"{LEVEL_PREFIX}{level}.yml"
     if not path.exists():

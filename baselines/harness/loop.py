@@ -56,14 +56,7 @@ class PhaseTimer:
 def make_envs(config: DQNConfig) -> gym.vector.VectorEnv:
     """The training vector env of a host-loop arm (NumPy arrays out, for either env id)."""
     run = config.run
-    kwargs: dict[str, Any] = {
-        "grid_size": tuple(run.grid_size),
-        "n_doors": run.n_doors,
-        "door_cols": run.door_cols,
-        "max_episode_steps": run.max_episode_steps,
-    }
-    if config.params.n_walls != core.DEFAULT_N_WALLS or config.params.random_doors:  # Doors-v0's call unchanged
-        kwargs.update(n_walls=run.n_walls, doors=run.doors)
+    kwargs = run.env_keywords
     num_envs = config.hyperparameters.num_envs
     env_id = level_env_id(run.env_id, config.params)
     if run.env_id == "DoorsJax-v0" or run.vectorization == "native":

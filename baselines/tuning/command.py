@@ -13,8 +13,12 @@ holds the command: the order of the steps, and what it prints (its options: :mod
 from __future__ import annotations
 
 import dataclasses
+import os
+import pathlib
 import textwrap
 from typing import Any
+
+from doors_gym.levels import STUDY
 
 from .. import tracking
 from ..arm import ArmProtocol
@@ -51,7 +55,9 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
     arm = get_arm(options.arm)
     check_lanes_arm(arm, options.lanes)
     run = check_trial_run(run, options.objective)
-    base_config = arm.configure(make_config(base or start_point(arm, options.resolved_start_from), run))
+    base_config = arm.configure(
+        make_config(base or start_point(arm, options.resolved_start_from, options.level), run)
+    )
     study = open_study(options, arm.name, run, base_config.hyperparameters)
     with tracking.quiet_mlflow():
         import mlflow
@@ -93,20 +99,28 @@ def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Any)
             + (f"resuming with {found} finished trials" if study.trials else "new"),
             flush=True,
         )
-    start_study(study, options.resolved_start_from, base, options.worker, space_of(get_arm(options.arm), run.params))
+    start_study(
+        study,
+        options.resolved_start_from,
+        base,
+        options.worker,
+        space_of(get_arm(options.arm), run.params),
+        options.level,
+    )
     return study
 
 
-def start_point(arm: ArmProtocol, start_from: str) -> Any:
-    """The hyperparameters a study starts from: the arm's defaults with the preset ``start_from``'s over them
-    (``""``: the defaults). The settings the arm's search space does not set keep these values in every trial, so
-    that a study of a library arm started from its like-for-like preset keeps that preset's network and input."""
+def start_point(arm: ArmProtocol, start_from: str, level: str = STUDY) -> Any:
+    """The hyperparameters a study starts from: the arm's defaults with the preset ``start_from``'s at ``level``
+    over them (``""``: the defaults). The settings the arm's search space does not set keep these values in every
+    trial, so that a study of a library arm started from its like-for-like preset keeps that preset's network and
+    input, and a study at a level its shared preset's (its network, its gamma)."""
     defaults = arm.hyperparameters()
     if not start_from:
         return defaults
-    from ..presets import load_preset
+    from ..presets import preset_at
 
-    return dataclasses.replace(defaults, **load_preset(start_from, arm.name).hyperparameters)
+    return dataclasses.replace(defaults, **preset_at(start_from, arm.name, level).hyperparameters)
 
 
 def study_parent_run(options: TuneOptions, arm: ArmProtocol, run: RunSettings) -> str:
@@ -120,6 +134,7 @@ def study_parent_run(options: TuneOptions, arm: ArmProtocol, run: RunSettings) -
             tracking.run_tags(arm),
             {
                 "arm": arm.name,
+                "level": options.level,
                 "storage": tracking.display_url(options.storage),
                 "objective": options.objective,
                 "sampler": "TPESampler",
@@ -227,13 +242,29 @@ def describe(study: Any, options: TuneOptions) -> str:
         command += f" --study-name {options.study_name}"
     if options.objective != DEFAULT_OBJECTIVE:
         command += f" --objective {options.objective}"
+    at_level = "" if options.level == STUDY else f" --level {options.level}"
+    command += at_level
     lines.append(f"next: {command} --n-trials {options.n_trials + 10}")
     lines.append("  resumes the study for 10 more trials")
     if best is not None:
-        preset = options.preset_out or f"{options.arm}.yml"
-        if not options.preset_out:
-            lines.append(f"  {command} --n-trials {options.n_trials} --preset-out {preset}")
-            lines.append("  writes its best trial as a preset (no more training); then")
-        train = f"doors-gym train --arm {options.arm} --preset {preset}"
-        lines.append(f"  doors-gym compare --preset {preset}  or  {train}")
+        lines.extend(next_with_preset(options, command, at_level))
     return "\n".join(lines)
+
+
+def next_with_preset(options: TuneOptions, command: str, at_level: str) -> list[str]:
+    """The lines that say how to write the best trial as a preset and train with it: at a level, as the arm's
+    tuned preset there (``compare --level L --tuned`` reads it)."""
+    from ..presets import tuned_path
+
+    default = f"{options.arm}.yml" if options.level == STUDY else os.path.relpath(tuned_path(options.arm, options.level))
+    preset = options.preset_out or default
+    lines = []
+    if not options.preset_out:
+        lines.append(f"  {command} --n-trials {options.n_trials} --preset-out {preset}")
+        lines.append("  writes its best trial as a preset (no more training); then")
+    train = f"doors-gym train --arm {options.arm}{at_level} --preset {preset}"
+    if options.level != STUDY and pathlib.Path(preset).resolve() == tuned_path(options.arm, options.level).resolve():
+        lines.append(f"  doors-gym compare{at_level} --tuned  or  {train}")
+    else:
+        lines.append(f"  doors-gym compare{at_level} --preset {preset}  or  {train}")
+    return lines

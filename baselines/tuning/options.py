@@ -7,6 +7,8 @@ import math
 import pathlib
 import re
 
+from doors_gym.levels import LEVEL_NAMES, STUDY
+
 from .. import tracking
 from ..arms import ARMS, get_arm
 from ..config import check_at_least, field
@@ -30,6 +32,7 @@ class TuneOptions:
     """
 
     arm: str = field("flax-scan", "which arm to tune", choices=tuple(ARMS), cli=False)
+    level: str = field(STUDY, "the level the trials train at (the layout flags' --level)", cli=False)
     objective: str = field(
         DEFAULT_OBJECTIVE,
         "what the study optimises: seconds to a solved agent (minimised) or the area under the greedy learning curve",
@@ -41,7 +44,7 @@ class TuneOptions:
     storage: str = field(
         DEFAULT_STORAGE, "Optuna RDB storage, any SQLAlchemy URL (PostgreSQL for workers on many hosts)"
     )
-    study_name: str | None = field(None, "the study (default: dqn-<arm>-<objective>)")
+    study_name: str | None = field(None, "the study (default: dqn-<arm>-<objective>, -<level> after it at a level)")
     tuning_seeds: int = field(TUNING_SEEDS, "trial n trains seed --seed + n % tuning_seeds (the tuning seeds in turn)")
     penalty_seconds: float = field(
         PENALTY_SECONDS, "time-to-solved: an unsolved trial scores its wall seconds plus 1 to 2 times this"
@@ -81,6 +84,8 @@ class TuneOptions:
 
     def __post_init__(self) -> None:
         get_arm(self.arm)
+        if self.level not in LEVEL_NAMES:
+            raise ValueError(f"level={self.level!r} is unknown: expected one of {list(LEVEL_NAMES)}")
         for name in ("n_trials", "heartbeat_interval", "grace_period", "tuning_seeds"):
             check_at_least(name, getattr(self, name), 1)
         if self.trials_per_program is not None:
@@ -133,8 +138,12 @@ class TuneOptions:
         if self.start_from is not None:
             return self.start_from
         names = self.start_names
+        if self.level != STUDY and "shared" in names:
+            return "shared"  # the level's shared preset (presets.preset_at)
         return "quick" if "quick" in names else ("tuned" if "tuned" in names else "")
 
     @property
     def resolved_study_name(self) -> str:
-        return self.study_name or f"dqn-{self.arm}-{self.objective}"
+        if self.study_name:
+            return self.study_name
+        return f"dqn-{self.arm}-{self.objective}" + ("" if self.level == STUDY else f"-{self.level}")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from doors_gym.levels import STUDY
 
 from .. import tracking
 from ..config import Hyperparameters
@@ -136,17 +137,23 @@ def first_rung(total_steps: int, eval_every: int) -> int:
 
 
 def start_study(
-    study: Any, start_from: str | None, base: Hyperparameters, worker: int = 0, space: Space = SPACE
+    study: Any,
+    start_from: str | None,
+    base: Hyperparameters,
+    worker: int = 0,
+    space: Space = SPACE,
+    level: str = STUDY,
 ) -> None:
-    """Queues the preset ``start_from``'s hyperparameters as a new study's first trial (a known-good point).
+    """Queues the preset ``start_from``'s hyperparameters (read at ``level``) as a new study's first trial (a
+    known-good point).
 
     Only worker 0 does, and only in a study with no trial yet; ``None`` or ``""`` starts at random.
     """
     if not start_from or worker != 0 or study.trials:
         return
-    from ..presets import load_preset
+    from ..presets import preset_at
 
-    preset = load_preset(start_from, study.user_attrs.get("arm", ""))
+    preset = preset_at(start_from, study.user_attrs.get("arm", ""), level)
     hyperparameters = dataclasses.replace(base, **preset.hyperparameters)
     study.enqueue_trial(params_for(hyperparameters, space), user_attrs={"start_from": start_from})
 

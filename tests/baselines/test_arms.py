@@ -194,3 +194,18 @@ def test_cli_train_saves_the_model_and_prints_the_summary(tmp_path, capsys, load
     _, _, config = dqn_flax.load_model(str(model_path))
     values = (config.run.env_id, config.run.total_steps, config.hyperparameters.num_envs)
     assert (*values, config.hyperparameters.learning_starts) == ("DoorsJax-v0", 2000, 4, 500)
+
+
+def test_dynamos_note_on_the_optimizers_profiler_labels_stays_off_the_terminal() -> None:
+    """torch.compile of the gradient step logs "Profiler record function ... will be ignored" once per process
+    (the optimizer's profiler labels): nothing to act on, so the arm drops that record and no other."""
+    needs("torch")
+    import logging
+
+    import doors_gym_baselines.dqn_torch_compile  # noqa: F401  (installs the filter)
+
+    logger = logging.getLogger("torch._dynamo.variables.ctx_manager")
+    note = "Profiler record function %s will be ignored"
+    note = logger.makeRecord(logger.name, logging.WARNING, __file__, 1, note, (object,), None)
+    other = logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "Graph break in %s", ("step",), None)
+    assert not logger.filter(note) and logger.filter(other)

@@ -180,18 +180,24 @@ def test_enjoy_renders_a_registered_champion(logged, tmp_path, capsys):
     assert out.is_file() and "1 greedy episode(s)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("arm_name", "changes"), [("torch-numpy", {}), ("flax-scan", {"relative_inputs": True})])
+@pytest.mark.parametrize(
+    ("arm_name", "changes", "level_name"),
+    [("torch-numpy", {}, "3Walls"), ("flax-scan", {"relative_inputs": True}, "3Walls"), ("flax-numpy", {}, "63x63")],
+)
 def test_a_model_at_a_level_with_random_doors_logs_and_predicts_on_that_levels_observations(
-    arm_name, changes, tmp_path
+    arm_name, changes, level_name, tmp_path
 ):
-    """The input example holds the level's doors (a start of the greedy evaluation), and the pyfunc model acts
-    as the arm does on that level's observations (a relative-input network included)."""
+    """The input example holds the level's doors (a start of the greedy evaluation), the pyfunc model acts
+    as the arm does on that level's observations (a relative-input network included), and ``enjoy`` plays it
+    at its level."""
     from doors_gym.levels import get_level
     from doors_gym_baselines.config import level_run
+    from doors_gym_baselines.enjoy import enjoy
     from doors_gym_baselines.evaluation import start_observations
 
-    level = get_level("3Walls")
-    tracking.connect(f"sqlite:///{tmp_path / 'mlflow.db'}", "levels")
+    level = get_level(level_name)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracking.connect(uri, "levels")
     arm = get_arm(arm_name)
     config = DQNConfig.of(**TINY, **level_run(level), **changes, env_id=arm.env_id)
     with mlflow.start_run(run_name=arm_name):
@@ -200,7 +206,10 @@ def test_a_model_at_a_level_with_random_doors_logs_and_predicts_on_that_levels_o
     obs = start_observations(level.params(), 16)
     example = serving.example_observations(level.params())
     np.testing.assert_array_equal(example, obs[:2])
-    assert (example.reshape(2, 15, 15)[:, list(level.params().wall_rows)] != 2).sum() == 2 * 3  # a door per wall
+    walls = example.reshape(2, *level.grid_size)[:, list(level.params().wall_rows)]
+    assert (walls != 2).sum() == 2 * level.n_walls * level.n_doors  # its doors in every wall
     predicted = mlflow.pyfunc.load_model(model_uri).predict(obs)
     own = result.model.policy(0) if arm.seeds_in_one_run else result.model
     np.testing.assert_array_equal(predicted["action"].to_numpy(), arm.act(own, obs))
+    figures = enjoy(model_uri, episodes=1, out=tmp_path / "level.gif", tracking_uri=uri)
+    assert figures["env_id"] == level.env_id and figures["cell_pixels"] == (10 if level_name == "63x63" else 24)

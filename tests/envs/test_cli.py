@@ -287,7 +287,7 @@ def test_bad_level_flags_exit_with_code_2_naming_the_flag(tmp_path, capsys, flag
     assert message in capsys.readouterr().err
 
 
-def test_the_level_flags_leave_the_plugged_in_commands_time_limit_alone():
+def test_every_command_that_builds_an_env_defaults_to_the_layouts_time_limit_and_a_fitting_cell_size():
     parser = cli.build_parser()
     commands = next(action for action in parser._actions if action.dest == "command").choices
     render = commands["render"].parse_args(["--out", "x.gif"])
@@ -295,11 +295,11 @@ def test_the_level_flags_leave_the_plugged_in_commands_time_limit_alone():
     assert render.cell_pixels is None and render.largest_cell_pixels == 24
     assert commands["oracle"].get_default("max_episode_steps") is None  # the layout's own, as play and render
     for name in (name for name in commands if name not in ("play", "render", "oracle")):  # the plugged-in ones
-        limit = commands[name].get_default("max_episode_steps")
-        # a plugged-in command may name a level of its own (compare's default is the study's), never the env's
-        assert limit in (None, core.DEFAULT_MAX_EPISODE_STEPS)
+        # a plugged-in command may name a level of its own (compare's default is the study's)
         assert commands[name].get_default("level") in (None, "study")
         if any(action.dest == "max_episode_steps" for action in commands[name]._actions):
-            assert limit == core.DEFAULT_MAX_EPISODE_STEPS, name
+            assert commands[name].get_default("max_episode_steps") is None, name  # the layout's or the level's
         if any(action.dest == "cell_pixels" for action in commands[name]._actions):
-            assert commands[name].get_default("cell_pixels") is not None, name
+            assert commands[name].get_default("cell_pixels") is None, name  # one that fits the grid
+    # The layout flags a plug-in is handed keep the env's own default: play's and render's changes stay theirs.
+    assert cli.layout_parser().get_default("max_episode_steps") == core.DEFAULT_MAX_EPISODE_STEPS
