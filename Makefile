@@ -30,8 +30,11 @@ main: $(STAMP)
 tune: $(STAMP)
 	BIN=$(BIN) bash benchmarks/tune_presets.sh
 
+# The suite over every core (pytest-xdist; a module's tests stay in one worker, so its fixtures are built once);
+# TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	SDL_VIDEODRIVER=dummy SDL_AUDIODRIVER=dummy $(BIN)/python -m pytest
+	SDL_VIDEODRIVER=dummy SDL_AUDIODRIVER=dummy $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 # The documentation site, warnings as errors (site/); `$(BIN)/mkdocs serve` previews it.
 docs: $(STAMP)

@@ -89,7 +89,7 @@ DEVICES_SCRIPT = textwrap.dedent("""
 
 
 LOSS_TOLERANCE = 1e-5
-"""How far (relative) the seeds of one run may drift when spread over devices: the float tolerance README states."""
+"""How far (relative) the seeds of one run may drift when spread over devices: the float tolerance docs/baselines.md states."""
 
 
 @pytest.mark.parametrize("isa", ["host", "AVX2"])
