@@ -80,6 +80,9 @@ class Hyperparameters:
     gamma: float = field(0.95, "discount factor")
     num_envs: int = field(16, "parallel envs; their actions come from one batched forward pass")
     train_frequency: int = field(1, "vector steps between gradient updates")
+    gradient_steps: int = field(
+        1, "gradient updates at each training vector step (every train_frequency vector steps), each on its own batch"
+    )
     target_update: int = field(250, "gradient updates between updates of the target network")
     tau: float = field(
         1.0, "at each target update, target <- tau * online + (1 - tau) * target (1: a copy; < 1: Polyak averaging)"
@@ -116,7 +119,9 @@ class Hyperparameters:
 
     def __post_init__(self) -> None:
         check_choices(self)
-        for name in ("num_envs", "buffer_size", "batch_size", "train_frequency", "target_update", "n_step"):
+        for name in (
+            "num_envs", "buffer_size", "batch_size", "train_frequency", "gradient_steps", "target_update", "n_step"
+        ):
             check_at_least(name, getattr(self, name), 1)
         check_at_least("learning_starts", self.learning_starts, 0)
         if not (
@@ -173,7 +178,8 @@ class Hyperparameters:
                 f"batch {self.batch_size}",
                 f"buffer {self.buffer_size}",
                 f"{self.num_envs} envs",
-                f"update every {self.train_frequency} step{'s' if self.train_frequency > 1 else ''}",
+                f"update every {self.train_frequency} step{'s' if self.train_frequency > 1 else ''}"
+                + (f" ({self.gradient_steps} updates)" if self.gradient_steps > 1 else ""),
                 f"target every {self.target_update} ({target})",
                 f"learns from step {self.learning_starts}",
                 f"explore {self.exploration_fraction:.0%} of the budget",
@@ -364,14 +370,14 @@ class DQNConfig(Config):
 
     @property
     def num_updates(self) -> int:
-        """Gradient updates in the run: vector steps past ``learning_starts`` whose index is a multiple of
-        ``train_frequency`` (the schedule of every arm's loop; the learning rate decays over them)."""
+        """Gradient updates in the run: ``gradient_steps`` at each vector step past ``learning_starts`` whose index
+        is a multiple of ``train_frequency`` (the schedule of every arm's loop; the learning rate decays over them)."""
         hyper = self.hyperparameters
         first = hyper.learning_starts // hyper.num_envs  # the first iteration with (i + 1) * num_envs > starts
         if first >= self.num_iterations:
             return 0
         start = -(-first // hyper.train_frequency) * hyper.train_frequency  # first multiple of train_frequency
-        return max(0, -(-(self.num_iterations - start) // hyper.train_frequency))
+        return max(0, -(-(self.num_iterations - start) // hyper.train_frequency)) * hyper.gradient_steps
 
     @property
     def lr_decay_updates(self) -> int:

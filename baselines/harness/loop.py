@@ -228,10 +228,11 @@ def train(
         stored = (actions, next_obs, rewards, terminated, truncated, info, restart)
         finished = timer.timed("replay_buffer", rollout.store, *stored)
         if global_step > hyper.learning_starts and iteration % hyper.train_frequency == 0:
-            batch = timer.timed("replay_buffer", rollout.buffer.sample, hyper.batch_size)
-            # Bootstrap through truncation: only termination cuts the return (the learners' TD targets).
-            losses.add(timer.timed("update", learner.update, batch))
-            updates += 1
+            for _ in range(hyper.gradient_steps):
+                batch = timer.timed("replay_buffer", rollout.buffer.sample, hyper.batch_size)
+                # Bootstrap through truncation: only termination cuts the return (the learners' TD targets).
+                losses.add(timer.timed("update", learner.update, batch))
+            updates += hyper.gradient_steps
         progress.update(hyper.num_envs, ret=finished[-1] if finished else float("nan"), eps=epsilon)
         if schedule.should_stop(global_step, more_to_come=iteration + 1 < config.num_iterations):
             break
