@@ -108,25 +108,7 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
     # Only seeds trained together can stop apart; a lone seed's program is left exactly as it was.
     keep = keep_frozen if config.run.num_seeds > 1 or lanes else lambda frozen, old, new: new
 
-    def _one_update(runner: Runner, key: jax.Array, global_step: jax.Array) -> tuple[Runner, jax.Array]:
-        if hyper.n_step > 1:  # the next slot to write is the cursor: this iteration's transitions came before it
-            gamma = runner.lane.gamma if lanes else hyper.gamma
-            cursor = global_step % hyper.buffer_size
-            batch = sample_multi_step(runner.buffer, key, hyper.batch_size, width, hyper.n_step, gamma, cursor)
-        else:
-            batch = sample(runner.buffer, key, hyper.batch_size, width)
-        learner, loss = learning_step(runner.learner, batch, runner.lane)
-        waiting = runner.frozen | (lanes and global_step <= runner.lane.learning_starts)
-        return runner._replace(learner=keep(waiting, runner.learner, learner)), loss
-
-    def _learn(runner: Runner, key: jax.Array, global_step: jax.Array) -> tuple[Runner, jax.Array]:
-        if hyper.gradient_steps == 1:  # the program of one update per training step, as it was
-            return _one_update(runner, key, global_step)
-        # gradient_steps updates in a row, each on a batch of its own key; the loss logged is their mean.
-        runner, losses = jax.lax.scan(
-            lambda r, k: _one_update(r, k, global_step), runner, jax.random.split(key, hyper.gradient_steps)
-        )
-        return runner, losses.mean()
+    _learn = make_learn(config, learning_step, keep, lanes)
 
     def _update_step(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, sample_key = jax.random.split(runner.key, 5)
@@ -167,6 +149,35 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
         return jax.lax.scan(_update_step, init(key), jnp.arange(config.num_iterations))
 
     return ScanTrain(train, init, run_chunk, network, iterations_per_chunk)
+
+
+def make_learn(config: DQNConfig, learning_step: Callable, keep: Callable, lanes: bool) -> Callable:
+    """``learn(runner, key, global_step) -> (runner, loss)``: a training step's ``gradient_steps`` updates, each
+    on a batch of its own key (the loss, their mean); a frozen seed, or a lane before its own learning start,
+    keeps its learner."""
+    hyper, width = config.hyperparameters, config.params.width
+
+    def _one_update(runner: Runner, key: jax.Array, global_step: jax.Array) -> tuple[Runner, jax.Array]:
+        if hyper.n_step > 1:  # the next slot to write is the cursor: this iteration's transitions came before it
+            gamma = runner.lane.gamma if lanes else hyper.gamma
+            cursor = global_step % hyper.buffer_size
+            batch = sample_multi_step(runner.buffer, key, hyper.batch_size, width, hyper.n_step, gamma, cursor)
+        else:
+            batch = sample(runner.buffer, key, hyper.batch_size, width)
+        learner, loss = learning_step(runner.learner, batch, runner.lane)
+        waiting = runner.frozen | (lanes and global_step <= runner.lane.learning_starts)
+        return runner._replace(learner=keep(waiting, runner.learner, learner)), loss
+
+    def _learn(runner: Runner, key: jax.Array, global_step: jax.Array) -> tuple[Runner, jax.Array]:
+        if hyper.gradient_steps == 1:  # the program of one update per training step, as it was
+            return _one_update(runner, key, global_step)
+        # gradient_steps updates in a row, each on a batch of its own key; the loss logged is their mean.
+        runner, losses = jax.lax.scan(
+            lambda r, k: _one_update(r, k, global_step), runner, jax.random.split(key, hyper.gradient_steps)
+        )
+        return runner, losses.mean()
+
+    return _learn
 
 
 def plain_step(network: QNetwork, optimizer: optax.GradientTransformation, config: DQNConfig) -> Callable:
