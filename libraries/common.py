@@ -21,15 +21,18 @@ from typing import Any
 import numpy as np
 
 from doors_gym import core
+from doors_gym.wrappers import agent_goal_planes
 from doors_gym_baselines.api import Arm, Config, TrainingFigures
 
 META = "doors_gym.json"
 """The archive entry that names the arm and holds the config."""
 PRESETS = pathlib.Path(__file__).with_name("presets")
 """The library arms' preset files: ``<arm>-<preset>.yml``."""
-OBSERVATIONS = ("grid", "flat")
-"""What a library's network sees: the grid of cell codes (``H * W`` int16, the env's default) or its one-hot
-``flat`` form (``H * W * 4`` float32; the features Stable-Baselines3 makes of the grid itself)."""
+OBSERVATIONS = ("grid", "flat", "cells")
+"""What a library's network sees: the grid of cell codes (``H * W`` int16, the env's default), its one-hot
+``flat`` form (``H * W * 4`` float32; the features Stable-Baselines3 makes of the grid itself), or ``cells``: the
+agent's and the goal's one-hot planes (``2 * H * W`` float32, :class:`doors_gym.wrappers.AgentGoalPlanes`), the
+features this package's DQN arms read, for a comparison like for like in input."""
 
 
 class LibraryArm(Arm):
@@ -76,6 +79,17 @@ def flat_observations(obs: np.ndarray, num_cells: int) -> np.ndarray:
     """Grid observations ``(batch, H * W)`` as the ``flat`` one-hot ``(batch, H * W * 4)`` float32."""
     grid = np.asarray(obs).reshape(-1, num_cells).astype(np.intp)
     return np.eye(core.NUM_CELL_TYPES, dtype=np.float32)[grid].reshape(len(grid), -1)
+
+
+def network_inputs(obs: np.ndarray, num_cells: int, observation: str) -> np.ndarray:
+    """Grid observations ``(batch, H * W)`` as a library's network read them in training (``observation``: one of
+    :data:`OBSERVATIONS`), float32."""
+    grid = np.asarray(obs).reshape(-1, num_cells)
+    if observation == "flat":
+        return flat_observations(grid, num_cells)
+    if observation == "cells":
+        return agent_goal_planes(grid)
+    return grid.astype(np.float32)
 
 
 class EpisodeWindow:

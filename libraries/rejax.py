@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from doors_gym.extras import require
+from doors_gym.wrappers import agent_goal_planes
 from doors_gym_baselines.api import (
     ONE_MINUS,
     POWER_OF_TWO,
@@ -51,7 +52,7 @@ from .common import (
     check_positive,
     check_sizes,
     check_unit,
-    flat_observations,
+    network_inputs,
     presets,
     read_archive,
     write_archive,
@@ -60,6 +61,10 @@ from .common import (
 PARAMS_ENTRY = "params.msgpack"
 """The archive entry of the Q-network's parameters (``flax.serialization.to_bytes``)."""
 ACTIVATIONS = ("swish", "relu", "tanh", "gelu")
+OBSERVATION_HELP = (
+    "the env's observation: the grid's cell codes, its one-hot flat form, or cells: the agent's and the goal's "
+    "planes, as this package's arms read them"
+)
 """rejax's DQN activations by their ``flax.linen`` name (PQN's is its own: ReLU after LayerNorm)."""
 
 
@@ -94,7 +99,7 @@ class RejaxDQNHyperparameters:
     exploration_fraction: float = field(0.1, "share of the budget over which epsilon decays")
     hidden_layer_sizes: tuple[int, ...] = field((64, 64), "widths of the Q-network's hidden layers")
     activation: str = field("swish", "hidden activation (flax.linen)", choices=ACTIVATIONS)
-    observation: str = field("grid", "the env's observation: the grid's cell codes, or its one-hot flat form")
+    observation: str = field("grid", OBSERVATION_HELP)
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -121,7 +126,7 @@ class RejaxPQNHyperparameters:
     eps_end: float = field(0.05, "epsilon after the decay")
     exploration_fraction: float = field(0.1, "share of the budget over which epsilon decays")
     hidden_layer_sizes: tuple[int, ...] = field((64, 64), "widths of the Q-network's hidden layers")
-    observation: str = field("grid", "the env's observation: the grid's cell codes, or its one-hot flat form")
+    observation: str = field("grid", OBSERVATION_HELP)
 
     def __post_init__(self) -> None:
         _check_common(self)
@@ -153,10 +158,17 @@ class TotalsState(NamedTuple):
 
 
 class EpisodeTotals:
-    """A gymnax-style env (five-value step) that adds up the episodes ending in it (:class:`Totals`)."""
+    """A gymnax-style env (five-value step) that adds up the episodes ending in it (:class:`Totals`), its
+    observations made into the agent's and the goal's planes where ``cells`` (the ``cells`` observation)."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, cells: bool = False) -> None:
         self.env = env
+        self.cells = cells
+
+    def _observed(self, obs: Any) -> Any:
+        import jax.numpy as jnp
+
+        return agent_goal_planes(obs, jnp) if self.cells else obs
 
     @property
     def default_params(self) -> Any:
@@ -166,14 +178,19 @@ class EpisodeTotals:
         return self.env.action_space(params)
 
     def observation_space(self, params: Any = None) -> Any:
-        return self.env.observation_space(params)
+        space = self.env.observation_space(params)
+        if not self.cells:
+            return space
+        import jax.numpy as jnp
+
+        return type(space)(0.0, 1.0, (2 * space.shape[-1],), jnp.float32)
 
     def reset(self, key: Any, params: Any = None) -> tuple[Any, TotalsState]:
         import jax.numpy as jnp
 
         obs, state = self.env.reset(key, params)
         zero = jnp.zeros((), jnp.float32)
-        return obs, TotalsState(state, Totals(*([zero] * 6)))
+        return self._observed(obs), TotalsState(state, Totals(*([zero] * 6)))
 
     def step(self, key: Any, state: TotalsState, action: Any, params: Any = None) -> tuple[Any, ...]:
         import jax.numpy as jnp
@@ -190,7 +207,7 @@ class EpisodeTotals:
             old.episodes + ended,
             old.successes + ended * info["terminated"].astype(jnp.float32),
         )
-        return obs, TotalsState(inner, totals), reward, done, info
+        return self._observed(obs), TotalsState(inner, totals), reward, done, info
 
 
 def make_algorithm(config: Config, arm: Arm) -> Any:
@@ -202,8 +219,10 @@ def make_algorithm(config: Config, arm: Arm) -> Any:
 
     run, hyper = config.run, config.hyperparameters
     layout = {"grid_size": tuple(run.grid_size), "n_doors": run.n_doors, "door_cols": run.door_cols}
+    cells = hyper.observation == "cells"  # the grid, made into the agent's and the goal's planes in the wrapper
+    obs_mode = "grid" if cells else hyper.observation
     env = EpisodeTotals(
-        DoorsGymnax(step_api="0.0", max_episode_steps=run.max_episode_steps, obs_mode=hyper.observation, **layout)
+        DoorsGymnax(step_api="0.0", max_episode_steps=run.max_episode_steps, obs_mode=obs_mode, **layout), cells
     )
     settings = {name: getattr(hyper, name) for name in _settings_of(hyper)}
     algorithm = getattr(rejax, arm.module().ALGORITHMS[arm.name]).create(
@@ -253,9 +272,7 @@ class RejaxModel:
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``(batch, 5)`` float32 Q-values (the network's input made as in training)."""
-        cells = self.config.params.num_cells
-        flat = self.config.hyperparameters.observation == "flat"
-        inputs = flat_observations(obs, cells) if flat else np.asarray(obs, np.float32).reshape(-1, cells)
+        inputs = network_inputs(obs, self.config.params.num_cells, self.config.hyperparameters.observation)
         return np.asarray(self._apply(self.params, inputs), dtype=np.float32)
 
     def act(self, obs: np.ndarray) -> np.ndarray:

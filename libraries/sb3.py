@@ -54,7 +54,7 @@ class SB3Hyperparameters:
     max_grad_norm: float = field(10.0, "clip the gradients' global norm to this")
     net_arch: tuple[int, ...] = field((64, 64), "widths of the Q-network's hidden layers")
     n_envs: int = field(1, "envs of make_vec_env")
-    observation: str = field("grid", "the env's observation (SB3 one-hot encodes the grid itself)")
+    observation: str = field("grid", "the env's observation (SB3 one-hot encodes the grid itself), or cells: the agent's and the goal's planes, as this package's arms read them")
 
     def __post_init__(self) -> None:
         check_positive(self, *INTEGERS)

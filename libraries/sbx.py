@@ -54,7 +54,7 @@ class SBXHyperparameters:
     exploration_final_eps: float = field(0.05, "epsilon after the decay")
     net_arch: tuple[int, ...] = field((256, 256), "the Q-network's two hidden layers (one width)")
     n_envs: int = field(1, "envs of make_vec_env")
-    observation: str = field("grid", "the env's observation: the grid's cell codes, or its one-hot flat form")
+    observation: str = field("grid", "the env's observation: the grid's cell codes, or its one-hot flat form, or cells: the agent's and the goal's planes, as this package's arms read them")
 
     def __post_init__(self) -> None:
         check_positive(self, *INTEGERS)

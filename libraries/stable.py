@@ -29,7 +29,7 @@ from doors_gym_baselines.api import (
     torch_threads,
 )
 
-from .common import EpisodeWindow, PhaseClock, flat_observations, read_archive, write_archive
+from .common import EpisodeWindow, PhaseClock, network_inputs, read_archive, write_archive
 
 ENV_ID = "Doors-v0"
 
@@ -43,15 +43,19 @@ def make_env(config: Config) -> Any:
     """SB3's ``make_vec_env`` of ``Doors-v0`` with the run's layout, ``n_envs`` envs, each in a ``Monitor``."""
     from stable_baselines3.common.env_util import make_vec_env
 
+    from doors_gym.wrappers import AgentGoalPlanes
+
     run, hyper = config.run, config.hyperparameters
+    cells = hyper.observation == "cells"  # the grid, made into the agent's and the goal's planes by a wrapper
     layout = {
         "grid_size": tuple(run.grid_size),
         "n_doors": run.n_doors,
         "door_cols": run.door_cols,
         "max_episode_steps": run.max_episode_steps,
-        "obs_mode": hyper.observation,
+        "obs_mode": "grid" if cells else hyper.observation,
     }
-    return make_vec_env(ENV_ID, n_envs=hyper.n_envs, seed=run.seed, env_kwargs=layout)
+    wrapper = AgentGoalPlanes if cells else None
+    return make_vec_env(ENV_ID, n_envs=hyper.n_envs, seed=run.seed, env_kwargs=layout, wrapper_class=wrapper)
 
 
 class StableModel:
@@ -65,10 +69,10 @@ class StableModel:
 
     def inputs(self, obs: np.ndarray) -> np.ndarray:
         """The network's input for grid observations."""
-        cells = self.config.params.num_cells
-        if self.config.hyperparameters.observation == "flat":
-            return flat_observations(obs, cells)
-        return np.asarray(obs).reshape(-1, cells)
+        observation = self.config.hyperparameters.observation
+        if observation == "grid":  # the library casts the int16 codes itself
+            return np.asarray(obs).reshape(-1, self.config.params.num_cells)
+        return network_inputs(obs, self.config.params.num_cells, observation)
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``(batch, 5)`` float32 Q-values."""

@@ -234,3 +234,27 @@ def test_a_study_of_a_library_arm_writes_its_own_preset_that_compare_loads(tmp_p
         if key not in searched:
             assert getattr(hyper, key) == (tuple(value) if isinstance(value, list) else value), key
     assert hyper.n_envs == 16 and "n_envs" not in searched
+
+
+@pytest.mark.parametrize("name", list(LIBRARIES))
+def test_the_cells_observation_gives_the_network_the_agents_and_the_goals_planes(name):
+    """``observation="cells"``: the library's network reads what this package's arms read (2 * H * W planes), in
+    training (the env wrapped) and when its model acts on grid observations."""
+    from doors_gym.wrappers import agent_goal_planes
+    from doors_gym_baselines.serving import example_observations
+
+    needs(LIBRARIES[name])
+    arm = ARMS[name]
+    config = arm.config(
+        total_steps=TOTAL_STEPS, eval_every=0, seed=3, quiet=True, **{**TINY[name], "observation": "cells"}
+    )
+    result = arm.train(config)
+    obs = example_observations(config.params, 6)
+    planes = agent_goal_planes(obs)
+    assert planes.shape == (6, 2 * config.params.num_cells) and (planes.sum(axis=1) == 2).all()
+    if name in ("sb3-dqn", "sbx-dqn"):  # the library's own predict on the planes its env gave it in training
+        assert result.model.agent.observation_space.shape == (2 * config.params.num_cells,)
+        actions, _ = result.model.agent.predict(planes, deterministic=True)
+        np.testing.assert_array_equal(np.asarray(actions), result.model.act(obs))
+    else:
+        np.testing.assert_allclose(result.model.q_values(obs), result.model._apply(result.model.params, planes))
