@@ -419,7 +419,7 @@ DQN_ARM = LibraryArm(
     loader=load_dqn,
     hyperparameters=RejaxDQNHyperparameters,
     steps_pure_functions=True,
-    presets=presets("rejax-dqn", ("defaults", "shared", "tuned")),
+    presets=presets("rejax-dqn", ("defaults", "shared", "shared-onehot", "tuned")),
     search_space=DQN_SPACE,
     requirements=("rejax", "jax", "flax"),
 )
@@ -431,7 +431,7 @@ PQN_ARM = dataclasses.replace(
     trainer=train_pqn,
     loader=load_pqn,
     hyperparameters=RejaxPQNHyperparameters,
-    presets=presets("rejax-pqn", ("defaults", "shared", "tuned")),
+    presets=presets("rejax-pqn", ("defaults", "shared", "shared-onehot", "tuned")),
     search_space=PQN_SPACE,
 )
 """The ``rejax-pqn`` arm's record."""

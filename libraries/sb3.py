@@ -132,7 +132,7 @@ ARM = LibraryArm(
     save_model,
     loader=load_model,
     hyperparameters=SB3Hyperparameters,
-    presets=presets("sb3-dqn", ("defaults", "zoo", "shared", "tuned")),
+    presets=presets("sb3-dqn", ("defaults", "zoo", "shared", "shared-onehot", "tuned")),
     search_space=SEARCH_SPACE,
     requirements=("stable-baselines3", "torch"),
 )

@@ -121,7 +121,7 @@ ARM = LibraryArm(
     save_model,
     loader=load_model,
     hyperparameters=SBXHyperparameters,
-    presets=presets("sbx-dqn", ("defaults", "zoo", "shared", "tuned")),
+    presets=presets("sbx-dqn", ("defaults", "zoo", "shared", "shared-onehot", "tuned")),
     search_space=SEARCH_SPACE,
     requirements=("sbx-rl", "jax"),
 )

@@ -121,10 +121,15 @@ def test_presets_map_the_shared_one_and_rl_zoos():
     shared = read_preset(HYPERPARAMS_DIR / "shared.yml").hyperparameters
     zoo = yaml.safe_load((pathlib.Path(needs("doors_gym").__file__).parent / "rl_zoo" / "dqn.yml").read_text())
     for name in LIBRARIES:
-        for preset in ("defaults", "shared", "tuned"):
+        for preset in ("defaults", "shared", "shared-onehot", "tuned"):
             load_preset(preset, name).config(hyperparameters=hyperparameters_of(name))  # every value checked
         mapped = load_preset("shared", name).hyperparameters
         assert mapped["learning_rate"] == shared["learning_rate"] and mapped["gamma"] == shared["gamma"]
+        onehot = load_preset("shared-onehot", name).hyperparameters  # the same but the input, as a user gets it
+        assert mapped["observation"] == "cells" and onehot.get("observation", "grid") in ("flat", "grid")
+        assert {key: value for key, value in onehot.items() if key != "observation"} == {
+            key: value for key, value in mapped.items() if key != "observation"
+        }
         assert load_preset("defaults", name).hyperparameters == {}
     sb3 = load_preset("zoo", "sb3-dqn").hyperparameters
     for key in ("buffer_size", "batch_size", "gamma", "target_update_interval", "learning_starts"):
@@ -194,8 +199,8 @@ def test_its_study_starts_from_its_own_preset_and_keeps_what_its_space_does_not_
     assert kept and all(getattr(shared, key) == value or tuple(getattr(shared, key)) == tuple(value)
                         for key, value in kept.items())
     assert start_point(arm, "") == arm.hyperparameters()
-    if "observation" in kept:  # the like-for-like input (one-hot), not the library's default (cell codes)
-        assert shared.observation == "flat" != arm.hyperparameters().observation
+    if "observation" in kept:  # the like-for-like input (our arms' cells), not the library's default (cell codes)
+        assert shared.observation == "cells" != arm.hyperparameters().observation
 
 
 def test_a_study_of_our_arms_still_starts_from_quick():
