@@ -3,6 +3,7 @@ arm's time per seed goes (``time_breakdown.png``), each arm in its own colour.""
 
 from __future__ import annotations
 
+import math
 import pathlib
 from collections.abc import Sequence
 from typing import Any
@@ -26,9 +27,14 @@ def arm_color(arm: Arm) -> Any:
 
 
 def log_seconds_axis(axis: Any) -> None:
-    """A log-scale seconds axis with plain labels at 1-2-5 steps and no minor labels (they overlapped)."""
+    """A log-scale seconds axis with plain labels at 1-2-5 steps and no minor labels (they overlapped); an axis
+    with no point (a rolling reward where no training episode ended) says so and stays linear."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    low = axis.dataLim.intervalx[0]
+    if not (math.isfinite(low) and low > 0):
+        axis.text(0.5, 0.5, "no point: no training episode ended", transform=axis.transAxes, ha="center")
+        return
     axis.set_xscale("log")
     axis.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))

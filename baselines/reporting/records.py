@@ -190,6 +190,13 @@ class Summary:
         return row
 
 
+def figure_interval(values: Sequence[float]) -> Interval:
+    """:func:`iqm_interval` over the seeds that have the figure: a NaN (a rolling reward where no training
+    episode ended within the budget) is left out on purpose, and a figure no seed has is NaN throughout."""
+    present = [value for value in values if not math.isnan(value)]
+    return iqm_interval(present) if present else Interval(math.nan, math.nan, math.nan)
+
+
 def summarise(runs: ArmRuns) -> Summary:
     """IQM with CI, mean and standard deviation over seeds of every figure, and the totals."""
     seeds = runs.seeds
@@ -200,7 +207,7 @@ def summarise(runs: ArmRuns) -> Summary:
         "seconds_to_solved": iqm_interval(np.where(np.isnan(all_times), math.inf, all_times)),
         "steps_to_solved": iqm_interval(np.where(np.isnan(all_steps), math.inf, all_steps)),
     }
-    intervals.update({name: iqm_interval([getattr(seed, name) for seed in seeds]) for name in INTERVAL_FIGURES})
+    intervals.update({name: figure_interval([getattr(seed, name) for seed in seeds]) for name in INTERVAL_FIGURES})
     wall = sum(seed.wall_seconds for seed in seeds)
     return Summary(
         arm=runs.arm.name,

@@ -39,6 +39,8 @@ class Interval:
     high: float
 
     def __format__(self, spec: str) -> str:
+        if math.isnan(self.iqm):  # a figure no seed has (no training episode ended)
+            return "-"
         spec = spec or ".3f"
         return f"{_number(self.iqm, spec)} [{_number(self.low, spec)}, {_number(self.high, spec)}]"
 

@@ -142,7 +142,7 @@ def terminal_table(rows: Sequence[Summary], oracle: dict[str, float]) -> str:
             f"{figures['seconds_to_solved'].iqm:.1f}".replace("inf", "∞"),
             "-" if row.speedup_to_solved is None else f"{row.speedup_to_solved:.1f}x",
             f"{figures['greedy_success_rate'].iqm:.3f}",
-            f"{figures['rolling_reward'].iqm:.3f}",
+            "-" if math.isnan(figures["rolling_reward"].iqm) else f"{figures['rolling_reward'].iqm:.3f}",
             f"{row.wall_seconds.mean:.1f}",
             "-" if math.isnan(row.ms_per_update) else f"{row.ms_per_update:.2f}",
             "-" if math.isnan(row.env_steps_per_second) else f"{row.env_steps_per_second / 1000:,.0f}k",

@@ -130,3 +130,25 @@ def test_iqm_interval_counts_unsolved_seeds_and_brackets_the_iqm() -> None:
     with pytest.raises(ValueError, match="no NaN"):
         statistics.iqm_interval([1.0, math.nan])
     assert statistics.iqm(np.arange(8.0)) == pytest.approx(3.5)
+
+
+def test_a_figure_no_seed_has_is_left_out_and_shown_as_a_dash():
+    """A run where no training episode ended (63x63 on a short budget) has no rolling reward: its seeds are left
+    out of that figure's IQM, a row with none shows "-", and the curves' plot says so instead of failing."""
+    from matplotlib.figure import Figure
+
+    from doors_gym_baselines.reporting.plots import log_seconds_axis
+    from doors_gym_baselines.reporting.records import figure_interval
+
+    assert figure_interval([0.5, math.nan, 0.7]) == statistics.iqm_interval([0.5, 0.7])
+    empty = figure_interval([math.nan, math.nan])
+    assert math.isnan(empty.iqm) and f"{empty:.3f}" == "-"
+    with pytest.raises(ValueError, match="no NaN"):
+        statistics.iqm_interval([0.5, math.nan])  # the time to solved still refuses one: unsolved is inf there
+    axis = Figure().subplots()
+    axis.axhline(0.5)
+    log_seconds_axis(axis)
+    assert axis.get_xscale() == "linear" and "no training episode ended" in axis.texts[0].get_text()
+    axis.plot([1.0, 10.0], [0.1, 0.2])
+    log_seconds_axis(axis)
+    assert axis.get_xscale() == "log"
