@@ -28,6 +28,8 @@ import os
 import pathlib
 from collections.abc import Sequence
 
+from _levels import THREAD_VARIABLES
+
 from doors_gym.levels import LEVEL_NAMES, STUDY
 from doors_gym_baselines.compare import DEFAULT_ARMS, CompareOptions, compare
 from doors_gym_baselines.config import RunSettings
@@ -36,7 +38,6 @@ from doors_gym_baselines.arms import ARMS, get_arm
 
 ENVS = (16, 64, 256, 1024)
 RULES = ("per-env-step", "per-vector-step")
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
 
 
 @dataclasses.dataclass(frozen=True)
