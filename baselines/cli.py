@@ -187,10 +187,13 @@ def layout_settings(args: argparse.Namespace, level: str = STUDY) -> dict[str, A
     Raises:
         ValueError: naming a layout flag or the time limit given beside a level.
     """
-    level = getattr(args, "level", None) or level
+    # A level typed with the level flags (train, tune), even the study's, is checked against the layout flags;
+    # compare's own --level, whose default is the study's, only when it names another level.
+    typed = getattr(args, "level", None) if hasattr(args, "n_walls") else None
+    level = typed or getattr(args, "level", None) or level
     flags_only = {"n_walls": None, "doors": None, **vars(args), "level": None}
     keywords = doors_cli.layout_keywords(argparse.Namespace(**flags_only))
-    if level != STUDY:
+    if level != STUDY or typed is not None:
         doors_cli.layout_keywords(argparse.Namespace(**{**flags_only, "level": level}))  # no layout flag beside it
         if args.max_episode_steps is not None:
             raise ValueError(

@@ -70,6 +70,7 @@ def test_layout_flags_take_the_layouts_time_limit(monkeypatch) -> None:
         ("train", ["--max-episode-steps", "50"], "max_episode_steps"),
         ("tune", ["--door-cols", "1", "5", "9"], "door_cols"),
         ("compare", ["--n-doors", "2"], "n_doors"),
+        ("train", ["--doors", "random"], "doors"),
         ("compare", ["--max-episode-steps", "50"], "max_episode_steps"),
     ],
 )
@@ -123,3 +124,9 @@ def test_a_tuned_preset_at_a_level_is_what_tuned_means_there(tmp_path, monkeypat
     assert options.run_name == "compare-tuned-3Walls"
     shared = compare.CompareOptions(level="3Walls", preset="shared", arms=("flax-scan",))
     assert shared.preset_config("flax-scan")[1].name == "shared-3Walls"  # --shared stays like for like
+
+
+def test_the_studys_level_typed_beside_a_layout_flag_is_an_error_too(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--arm", "flax-numpy", "--level", "study", "--grid-size", "9", "9"])
+    assert "--level 'study' sets the layout: --grid-size (9, 9)" in capsys.readouterr().err
