@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import doors_gym
-from doors_gym.levels import LEVEL_NAMES, STUDY, get_level
+from doors_gym.levels import LEVEL_NAMES, STUDY
 
 from . import reporting, tracking
 from .arm import ArmProtocol
