@@ -82,6 +82,9 @@ class CompareOptions:
     experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
     models: bool = field(True, "log the trained models to MLflow")
     fresh: bool = field(False, "retrain every run instead of reusing finished ones")
+    together: bool = field(
+        True, "also train the seeds of an arm that can train them together in one run, as a row of its own"
+    )
     level: str = field(
         STUDY,
         "the level every arm trains at, each stepping its own backend's id of it (study: Doors-v0); at a level "
@@ -192,7 +195,7 @@ def plan(options: CompareOptions, run: RunSettings | None = None) -> Plan:
         config = arm.configure(config)
         each = reporting.ArmRuns(arm, preset.label, config, seeds=())
         rows.append(PlannedRow(each, planned_runs(options, arm, config, [[seed] for seed in options.seed_list])))
-        if arm.seeds_in_one_run and options.seeds > 1:
+        if arm.seeds_in_one_run and options.seeds > 1 and options.together:
             together = dataclasses.replace(each, seeds_in_one_run=options.seeds)
             rows.append(PlannedRow(together, planned_runs(options, arm, config, [options.seed_list])))
     return Plan(options, DQNConfig(run=options.layout(run)), tuple(rows))

@@ -96,6 +96,7 @@ def measure(arm: str, level: str, num_envs: int, rule: str, args: argparse.Names
         tracking_uri=args.tracking_uri,
         experiment="doors-gym-scale",
         models=False,
+        together=False,  # the arm's own row, a run per seed: seeds trained together are other work
         level=level,
     )
     config, _ = options.preset_config(arm)
