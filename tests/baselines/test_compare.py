@@ -223,3 +223,10 @@ def test_compare_registers_each_arms_best_seed_as_champion(tiny_compare) -> None
     assert sorted(run.info.run_name for run in nested) == ["flax-scan-seed100", "flax-scan-seed101"]
     for run in nested:
         assert run.data.metrics["greedy_step_reward"] >= 0 and "final_solved" in run.data.metrics
+
+
+def test_no_together_leaves_out_the_row_of_seeds_trained_together() -> None:
+    both = compare.plan(compare.CompareOptions(arms=("flax-scan",), seeds=3))
+    alone = compare.plan(compare.CompareOptions(arms=("flax-scan",), seeds=3, together=False))
+    assert [row.row.seeds_in_one_run for row in both.rows] == [0, 3]
+    assert [row.row.seeds_in_one_run for row in alone.rows] == [0] and len(alone.rows[0].runs) == 3

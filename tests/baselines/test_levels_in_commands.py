@@ -130,10 +130,3 @@ def test_the_studys_level_typed_beside_a_layout_flag_is_an_error_too(capsys) -> 
     with pytest.raises(SystemExit):
         cli.main(["train", "--arm", "flax-numpy", "--level", "study", "--grid-size", "9", "9"])
     assert "--level 'study' sets the layout: --grid-size (9, 9)" in capsys.readouterr().err
-
-
-def test_no_together_leaves_out_the_row_of_seeds_trained_together() -> None:
-    both = compare.plan(compare.CompareOptions(arms=("flax-scan",), seeds=3))
-    alone = compare.plan(compare.CompareOptions(arms=("flax-scan",), seeds=3, together=False))
-    assert [row.row.seeds_in_one_run for row in both.rows] == [0, 3]
-    assert [row.row.seeds_in_one_run for row in alone.rows] == [0] and len(alone.rows[0].runs) == 3
