@@ -162,6 +162,12 @@ def plot(points: Sequence[Point], path: pathlib.Path, level: str) -> None:
             if mine:
                 xs, ys = [p.num_envs for p in mine], [p.seconds_to_solved for p in mine]
                 color = axis.plot(xs, ys, style, color=color, label=f"{arm}, {rule}")[0].get_color()
+    finite = [p.seconds_to_solved for p in points if math.isfinite(p.seconds_to_solved)]
+    ceiling = max(finite + [1.0]) * 1.5
+    unsolved = [p for p in points if not math.isfinite(p.seconds_to_solved)]
+    if unsolved:  # a cross at the top: no seed solved within the budget
+        axis.plot([p.num_envs for p in unsolved], [ceiling] * len(unsolved), "x", color="red", markersize=9,
+                  label="unsolved within the budget")  # fmt: skip
     for point in best_points(points).values():
         axis.plot([point.num_envs], [point.seconds_to_solved], "o", markersize=14, fillstyle="none", color="black")
     axis.set_xscale("log", base=2)
@@ -187,6 +193,15 @@ def write(points: Sequence[Point], out: pathlib.Path, level: str) -> str:
     return table
 
 
+def read_points(path: pathlib.Path) -> list[Point]:
+    """The points of a ``scale.csv`` (for ``--report-only``)."""
+    types = {spec.name: spec.type for spec in dataclasses.fields(Point)}
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    cast = {"str": str, "int": int, "float": float}
+    return [Point(**{name: cast[types[name]](value) for name, value in row.items()}) for row in rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", choices=[name for name in LEVEL_NAMES if name != STUDY], default="Random")
@@ -197,10 +212,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="env steps per run (default: the level preset's)")
     parser.add_argument("--out", default=None, help="default: benchmarks/results/scale/<level>")
     parser.add_argument("--tracking-uri", default=None)
+    parser.add_argument("--report-only", action="store_true", help="train nothing: the table and plot of scale.csv")
     args = parser.parse_args()
     args.out = args.out or f"benchmarks/results/scale/{args.level}"
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        print(write(read_points(out / "scale.csv"), out, args.level))
+        return
     points = []
     for arm in map(get_arm, args.arms):  # arms in turn, each over its scales: a point's seeds run side by side
         for num_envs in args.envs:
