@@ -112,6 +112,11 @@ class ArmRegistry(Mapping[str, ArmProtocol]):
             entry.module.startswith(f"{__package__}.") for entry in self.entries.get(name, [])
         )
 
+    def is_installed(self, name: str) -> bool:
+        """Whether the arm called ``name`` comes from an installed package (every process finds it by its name),
+        not from :meth:`add` (this process only)."""
+        return name in self.entries and name not in self._added
+
     def add(self, arm: ArmProtocol) -> None:
         """Makes ``arm`` (an object, e.g. from a notebook) known by its name for this process; the installed
         arm of that name is fine (the same record), another one is a :class:`ArmNameClash`."""

@@ -27,6 +27,7 @@ from . import flags
 from . import runtime
 from .arms import ARMS, get_arm
 from .compare import CompareOptions
+from .executors import ExecutorOptions, RunsFailed, open_executor
 from .enjoy import LARGEST_CELL_PIXELS
 from .config import (
     HYPERPARAMETER_NAMES,
@@ -92,10 +93,16 @@ TUNING_BUDGET = ("total_steps", "eval_every", "hold_out_steps")
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``compare`` flags: the comparison's settings and the machinery of every run."""
     flags.add_arguments(parser.add_argument_group("comparison"), CompareOptions)
+    add_machinery_arguments(parser)
+    parser.set_defaults(handler=run_compare)
+
+
+def add_machinery_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``compare`` and ``ladder`` on how every run trains: where (the executor) and with what."""
+    flags.add_arguments(parser.add_argument_group("executor"), ExecutorOptions)
     flags.add_arguments(
         parser.add_argument_group("machinery"), RunSettings, include=("vectorization", "device", "quiet")
     )
-    parser.set_defaults(handler=run_compare)
 
 
 def add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,9 +110,7 @@ def add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     from .ladder import LadderOptions
 
     flags.add_arguments(parser.add_argument_group("ladder"), LadderOptions)
-    flags.add_arguments(
-        parser.add_argument_group("machinery"), RunSettings, include=("vectorization", "device", "quiet")
-    )
+    add_machinery_arguments(parser)
     parser.set_defaults(handler=run_ladder)
 
 
@@ -254,7 +259,11 @@ def in_command(handler: Callable[[argparse.Namespace], int]) -> Callable[[argpar
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
         with runtime.command():
-            return handler(args)
+            try:
+                return handler(args)
+            except RunsFailed as error:
+                print(f"doors-gym {args.command}: {error}", file=sys.stderr)
+                return 1
 
     return run
 
@@ -332,7 +341,9 @@ def run_compare(args: argparse.Namespace) -> int:
     # The budget flags are the comparison's overrides of its preset; the run settings are the layout and machinery.
     budget = [spec.name for spec in dataclasses.fields(CompareOptions)]
     machinery = flags.values_from(RunSettings, args, exclude=(*budget, *LAYOUT_NAMES))
-    outcome = compare(options, RunSettings(**machinery, **layout_settings(args, options.level)))
+    run = RunSettings(**machinery, **layout_settings(args, options.level))
+    with open_executor(ExecutorOptions(**flags.values_from(ExecutorOptions, args))) as executor:
+        outcome = compare(options, run, executor)
     print(describe_outcome(outcome, options))
     return 0
 
@@ -344,7 +355,8 @@ def run_ladder(args: argparse.Namespace) -> int:
 
     options = LadderOptions(**flags.values_from(LadderOptions, args))
     machinery = flags.values_from(RunSettings, args, include=("vectorization", "device", "quiet"))
-    outcome = ladder(options, RunSettings(**machinery))
+    with open_executor(ExecutorOptions(**flags.values_from(ExecutorOptions, args))) as executor:
+        outcome = ladder(options, RunSettings(**machinery), executor)
     print("\n" + outcome.table + "\n\nfiles: " + ", ".join(str(path) for path in outcome.paths.values()))
     return 0
 

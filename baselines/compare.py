@@ -24,10 +24,12 @@ tables and plot as artifacts of the parent.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import pathlib
 import sys
+import tempfile
 import time
 import types
 from collections.abc import Sequence
@@ -51,7 +53,9 @@ from .presets import (
     preset_field,
     tuned_path,
 )
-from .serving import register_champion
+from .executors import LOCAL_WORKER, Executor, Job, LocalExecutor, RunsFailed, Trained, job_key
+from .executors import describe as describe_executor
+from .serving import NATIVE_FLAVOURS, load_model, log_model_file, native_model, register_champion
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
 DEFAULT_EXPERIMENT = "doors-gym-compare"
@@ -221,48 +225,99 @@ class MadeRun:
     model_uri: str | None
 
 
-def make_runs(plan: Plan) -> list[reporting.ArmRuns]:
-    """Makes every planned run in order (reusing finished ones unless ``fresh``) and registers each arm's best
-    seed as its champion; the rows' figures."""
-    results = []
+def make_runs(plan: Plan, executor: Executor | None = None) -> list[reporting.ArmRuns]:
+    """Makes every planned run (reusing finished ones unless ``fresh``) with ``executor`` (default: one after
+    another here), records each as it finishes (:func:`record_run`), then registers each arm's best seed as its
+    champion; the rows' figures.
+
+    Raises:
+        RunsFailed: after the others finished, naming the runs that raised (a rerun trains only those).
+    """
+    options, made, executor = plan.options, {}, executor or LocalExecutor()
     for planned in plan.rows:
-        arm, seeds = planned.row.arm, len(plan.options.seed_list)
-        if planned.registers_champion:
-            print(f"{arm.name}: training {seeds} seed{'s' if seeds > 1 else ''}", flush=True)
-        made = [make_run(plan.options, arm, planned.row.hyperparameters, run) for run in planned.runs]
-        models = [(run.seeds[best_seed(run.seeds)], run.model_uri) for run in made if run.model_uri]
-        if planned.registers_champion and models:
-            champion, model_uri = models[best_seed([seed for seed, _ in models])]
-            version = register_champion(arm, model_uri)
-            print(f"  {arm.name}: seed {champion.seed} registered as version {version} of doors-{arm.name}@champion")
-        results.append(dataclasses.replace(planned.row, seeds=tuple(seed for run in made for seed in run.seeds)))
-    return results
+        for run in planned.runs:
+            cached = None if options.fresh else load_cached(run)
+            if cached is not None:
+                print(f"  {planned.row.arm.name} {describe_seeds(run.seeds)}: reusing {run.cache}", flush=True)
+                made[run.cache] = cached
+    jobs, origins = [], {}
+    for planned in plan.rows:
+        arm = planned.row.arm
+        for run in planned.runs:
+            if run.cache not in made:
+                key = job_key(run.cache, cache_key(run.config))
+                label = f"{arm.name} {describe_seeds(run.seeds)}"
+                reference = arm.name if ARMS.is_installed(arm.name) else arm
+                jobs.append(Job(key, reference, run.config, options.models, label))
+                origins[key] = (planned.row.hyperparameters, run)
+    if jobs:
+        print(f"training {len(jobs)} run{'s' if len(jobs) > 1 else ''}: {describe_executor(executor)}", flush=True)
+
+    def done(job: Job, trained: Trained) -> None:
+        origin, run = origins[job.key]
+        made[run.cache] = record_run(job, trained, origin, run)
+
+    failures = executor.run(jobs, done)
+    if failures:
+        raise RunsFailed(failures)
+    return [champion_row(planned, [made[run.cache] for run in planned.runs]) for planned in plan.rows]
 
 
-def make_run(options: CompareOptions, arm: ArmProtocol, origin: str, planned: PlannedRun) -> MadeRun:
-    """One planned run: its cached figures if it finished before with the same config, else trained in a nested
-    MLflow run (its best seed's model logged unless ``--no-models``) and cached."""
-    cached = None if options.fresh else load_cached(planned)
-    if cached is not None:
-        print(f"  {arm.name} {describe_seeds(planned.seeds)}: reusing {planned.cache}", flush=True)
-        return cached
-    with tracking.tracked_run(arm, planned.config, nested=True, hyperparameters=origin) as tracked:
-        result = tracked.train()
-        figures = seed_runs(result, planned.seeds)
-        tracked.log_models(result, best_seed(figures) if options.models else None)
-    made = MadeRun(figures, tracked.model_uri)
+def champion_row(planned: PlannedRow, made: Sequence[MadeRun]) -> reporting.ArmRuns:
+    """The row's figures; a row of a run per seed registers its best seed's model as the arm's champion."""
+    arm = planned.row.arm
+    models = [(run.seeds[best_seed(run.seeds)], run.model_uri) for run in made if run.model_uri]
+    if planned.registers_champion and models:
+        champion, model_uri = models[best_seed([seed for seed, _ in models])]
+        version = register_champion(arm, model_uri)
+        print(f"  {arm.name}: seed {champion.seed} registered as version {version} of doors-{arm.name}@champion")
+    return dataclasses.replace(planned.row, seeds=tuple(seed for run in made for seed in run.seeds))
+
+
+def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun) -> MadeRun:
+    """The driver's record of a finished run, wherever it trained: a nested MLflow run (from when training
+    started; params, the host and worker that ran it, curve, finals, the best seed's model from its file) and
+    the resume cache."""
+    arm, result = get_arm(job.arm) if isinstance(job.arm, str) else job.arm, trained.result
+    with tracking.tracked_run(
+        arm, planned.config, nested=True, started=trained.started, hyperparameters=origin, worker=trained.worker
+    ) as tracked:
+        import mlflow
+
+        mlflow.log_params({"host": trained.host, "worker": trained.worker})
+        tracking.log_result(result)
+        if trained.model_file is not None:
+            with tempfile.TemporaryDirectory() as folder:
+                path = pathlib.Path(folder) / "model.bin"
+                path.write_bytes(trained.model_file)
+                tracked.log_models(result, trained.model_seed, file_logger(arm, path))
+    made = MadeRun(trained.figures, tracked.model_uri)
     planned.cache.parent.mkdir(parents=True, exist_ok=True)
-    saved = {"config": cache_key(planned.config), "model_uri": made.model_uri, "seeds": [s.to_dict() for s in figures]}
+    seeds = [seed.to_dict() for seed in made.seeds]
+    saved = {"config": cache_key(planned.config), "model_uri": made.model_uri, "seeds": seeds}
     planned.cache.write_text(json.dumps(saved, indent=1))
-    print(
-        f"  {arm.name} {describe_seeds(planned.seeds)}: {result.wall_seconds:.1f} s, {describe_rolling(figures)}",
-        flush=True,
-    )
+    where = "" if trained.worker == LOCAL_WORKER else f" on {trained.host} ({trained.worker})"
+    print(f"  {job.label}: {result.wall_seconds:.1f} s{where}, {describe_rolling(made.seeds)}", flush=True)
     return made
 
 
-def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[reporting.SeedRun]:
-    """Each seed's figures and curve; seeds trained together share the wall clock, split evenly.
+def file_logger(arm: ArmProtocol, path: pathlib.Path) -> Any:
+    """Logs the model file ``path`` (a worker's best seed) as a seed's model: the :data:`tracking.ModelLogger` of a
+    run whose model object stayed where it trained (its native flavour is rebuilt from the file)."""
+
+    def log_one(result: TrainResult, _seed_index: int) -> str:
+        native = None
+        if arm.framework in NATIVE_FLAVOURS:
+            _, model, _ = load_model(path, arm)
+            native = native_model(arm, dataclasses.replace(result, model=model), 0)
+        return log_model_file(arm, path, result.config.params, native)
+
+    return log_one
+
+
+def seed_runs(result: TrainResult, seeds: Sequence[int], host: str = "", worker: str = "") -> list[reporting.SeedRun]:
+    """Each seed's figures and curve (trained by ``host``'s ``worker``); seeds trained together share the wall
+    clock, split evenly.
 
     So does their time to solved: a seed's is the run's clock when it was
     solved (through the hold-out window) divided by the seeds of the run.
@@ -300,6 +355,8 @@ def seed_runs(result: TrainResult, seeds: Sequence[int]) -> list[reporting.SeedR
                 updates=result.updates // len(seeds),
                 env_steps=result.env_steps // len(seeds),
                 solved_reward=final.solved_reward,
+                host=host,
+                worker=worker,
             )
         )
     return runs
@@ -401,9 +458,12 @@ def parent_run_params(plan: Plan) -> dict[str, str]:
     return {"arms": ",".join(options.arms), "preset": options.preset, "level": options.level, "seeds": seeds, **shared}
 
 
-def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
-    """Runs the comparison over ``run`` (layout and machinery): plans it, makes its runs inside its MLflow parent
-    run, writes and logs the report."""
+def compare(options: CompareOptions, run: RunSettings | None = None, executor: Executor | None = None) -> Outcome:
+    """Runs the comparison over ``run`` (layout and machinery): plans it, makes its runs with ``executor``
+    (default: one after another here) inside its MLflow parent run, writes and logs the report.
+
+    A comparison made again (the same folder, parent run name and run configs; not ``fresh``) continues its own
+    parent run, killed or finished, so every run of it sits under one parent."""
     pathlib.Path(options.out).mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     planned = plan(options, run)
@@ -417,12 +477,46 @@ def compare(options: CompareOptions, run: RunSettings | None = None) -> Outcome:
             "doors_gym.role": "compare",
             tracking.PROCESS_TAG: tracking.this_process(),
         }
-        with mlflow.start_run(run_name=options.run_name, tags=tags) as parent:
+        parent = parent_run(options, experiment_id, comparison_key(planned), tags)
+        try:
             mlflow.log_params(parent_run_params(planned))
-            written = report(planned, make_runs(planned))
+            written = report(planned, make_runs(planned, executor))
             log_report(written)
             mlflow.log_metric("compare_wall_seconds", time.perf_counter() - start)
+        except BaseException as error:
+            mlflow.end_run(status=tracking.ended_status(error))
+            raise
+        mlflow.end_run()
     return Outcome(**vars(written), run_id=parent.info.run_id, experiment_id=experiment_id)
+
+
+COMPARISON_TAG = "doors_gym.comparison"
+"""The tag of a comparison's parent run that says which comparison it is (:func:`comparison_key`)."""
+
+
+def comparison_key(planned: Plan) -> str:
+    """What makes a comparison the same one again: its folder, its parent run's name and every run's config."""
+    runs = [cache_key(each.config) for row in planned.rows for each in row.runs]
+    body = [str(pathlib.Path(planned.options.out).resolve()), planned.options.run_name, runs]
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def parent_run(options: CompareOptions, experiment_id: str, key: str, tags: dict[str, str]) -> Any:
+    """The comparison's parent run, started: the latest one of the same comparison (``key``) if there is one and
+    the runs are not ``fresh`` (a killed comparison resumed, a finished one made again), else a new one."""
+    import mlflow
+
+    if not options.fresh:
+        query = f"tags.`{COMPARISON_TAG}` = '{key}'"
+        found = mlflow.MlflowClient().search_runs(
+            [experiment_id], query, max_results=1, order_by=["attributes.start_time DESC"]
+        )
+        if found:
+            parent = mlflow.start_run(run_id=found[0].info.run_id)
+            mlflow.set_tags(tags)  # this process now holds it
+            print(f"MLflow: continuing the parent run {options.run_name} ({found[0].info.run_id})", flush=True)
+            return parent
+    return mlflow.start_run(run_name=options.run_name, tags={**tags, COMPARISON_TAG: key})
 
 
 def compare_arms(arms: Sequence[ArmProtocol | str], run: RunSettings | None = None, **options: Any) -> Outcome:

@@ -30,6 +30,7 @@ from . import compare as comparison  # looked up when a level runs (a test's sta
 from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, load_cached
 from .compare import plan as plan_comparison
 from .config import RunSettings, check_at_least, check_choice, field
+from .executors import Executor
 from .presets import SHARED
 
 DEFAULT_EXPERIMENT = "doors-gym-ladder"
@@ -245,16 +246,16 @@ class LadderOutcome:
     paths: dict[str, pathlib.Path]
 
 
-def ladder(options: LadderOptions, run: RunSettings | None = None) -> LadderOutcome:
-    """Climbs the ladder: one comparison per level (resumed from ``<out>/<level>/runs``), then the table and the
-    plot across the levels under ``out``."""
+def ladder(options: LadderOptions, run: RunSettings | None = None, executor: Executor | None = None) -> LadderOutcome:
+    """Climbs the ladder: one comparison per level (resumed from ``<out>/<level>/runs``; its runs made by
+    ``executor``, default one after another here), then the table and the plot across the levels under ``out``."""
     rows: list[LadderRow] = []
     for level_options in plan(options):
         print(f"== level {level_options.level} ({get_level(level_options.level).env_id} and its JAX twin)", flush=True)
         if options.report_only:
             summaries, oracle = finished(level_options, run)
         else:
-            outcome = comparison.compare(level_options, run)
+            outcome = comparison.compare(level_options, run, executor)
             summaries, oracle = outcome.rows, outcome.oracle
         rows.extend(ladder_rows(level_options.level, summaries, oracle))
     return write_ladder(rows, [level.level for level in plan(options)], pathlib.Path(options.out))

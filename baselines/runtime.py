@@ -69,6 +69,30 @@ def prepare_host_devices() -> bool:
     return True
 
 
+XLA_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={threads}"
+"""XLA's CPU thread pool held to ``threads`` (a worker's share of the cores)."""
+
+
+def worker_environment(threads: int) -> dict[str, str]:
+    """The environment of a worker process that runs on ``threads`` cores of a machine it shares with others
+    (a Dask worker): OpenMP's and BLAS's threads (torch's intra-op pool starts from them), XLA's CPU threads and
+    JAX's CPU devices, all held to ``threads``; XLA flags the user set are kept, after ours."""
+    count = str(threads)
+    flags = " ".join(part for part in (XLA_THREAD_FLAGS.format(threads=count), os.environ.get("XLA_FLAGS", "")) if part)
+    return {
+        "OMP_NUM_THREADS": count,
+        "MKL_NUM_THREADS": count,
+        "OPENBLAS_NUM_THREADS": count,
+        "JAX_NUM_CPU_DEVICES": count,
+        "XLA_FLAGS": flags,
+        WORKER_THREADS_VARIABLE: count,
+    }
+
+
+WORKER_THREADS_VARIABLE = "DOORS_GYM_WORKER_THREADS"
+"""Set in a worker's environment by :func:`worker_environment`: the cores it may use."""
+
+
 @contextlib.contextmanager
 def mlflow_environment() -> Iterator[None]:
     """:data:`MLFLOW_ENVIRONMENT` for the block; variables the user set are left as they are."""

@@ -104,24 +104,35 @@ def example_observations(params: Any, count: int = 2) -> np.ndarray:
 def log_model(result: TrainResult, seed_index: int = 0) -> str:
     """Logs one seed's trained agent of ``result`` to the active run as the pyfunc model ``model``; returns its URI
     (``runs:/<run id>/model``). An arm with a native model also keeps it in its framework's flavour."""
-    import mlflow.pyfunc
-
     arm = get_arm(result.arm)
-    params = result.config.params
-    requirement = f"doors-gym=={doors_gym.__version__}"
     with tempfile.TemporaryDirectory() as folder:
         path = arm.save(result, pathlib.Path(folder) / "model.bin", seed_index=seed_index)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            info = mlflow.pyfunc.log_model(
-                name=MODEL_PATH,
-                python_model=str(ENTRY),
-                artifacts={MODEL_FILE: str(path)},
-                signature=signature(params.num_cells),
-                input_example=example_observations(params),
-                pip_requirements=[requirement, *arm.requirements],
-            )
-    native = getattr(arm, "native_model", lambda *_: None)(result, seed_index)
+        return log_model_file(arm, path, result.config.params, native_model(arm, result, seed_index))
+
+
+def native_model(arm: ArmProtocol, result: TrainResult, seed_index: int = 0) -> Any:
+    """One seed's model of ``result`` in ``arm``'s framework's own form, ``None`` where the arm gives none."""
+    return getattr(arm, "native_model", lambda *_: None)(result, seed_index)
+
+
+def log_model_file(arm: ArmProtocol, path: pathlib.Path, params: Any, native: Any = None) -> str:
+    """Logs ``arm``'s model file ``path`` (a layout of ``params``) to the active run as the pyfunc model
+    ``model``, and ``native`` (the model in its framework's own form, if any) in that flavour; returns the pyfunc
+    model's URI. What :func:`log_model` does with a file it wrote, and the driver of a spread comparison with a
+    file a worker sent (:mod:`~doors_gym_baselines.executors`)."""
+    import mlflow.pyfunc
+
+    requirement = f"doors-gym=={doors_gym.__version__}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        info = mlflow.pyfunc.log_model(
+            name=MODEL_PATH,
+            python_model=str(ENTRY),
+            artifacts={MODEL_FILE: str(path)},
+            signature=signature(params.num_cells),
+            input_example=example_observations(params),
+            pip_requirements=[requirement, *arm.requirements],
+        )
     if native is not None and arm.framework in NATIVE_FLAVOURS:
         flavour, options = NATIVE_FLAVOURS[arm.framework]
         with warnings.catch_warnings():

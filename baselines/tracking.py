@@ -349,10 +349,20 @@ def run_name(arm: ArmProtocol, seeds: Sequence[int]) -> str:
     return f"{arm.name}-seed{seeds[0]}" if len(seeds) == 1 else f"{arm.name}-seeds{seeds[0]}-{seeds[-1]}"
 
 
-def log_seed_runs(result: TrainResult, arm: ArmProtocol, seeds: Sequence[int], model_seed: int | None) -> str | None:
+ModelLogger = Callable[[TrainResult, int], str]
+"""Logs seed index ``i``'s model of a result to the active run and returns its URI (:func:`.serving.log_model`)."""
+
+
+def log_seed_runs(
+    result: TrainResult,
+    arm: ArmProtocol,
+    seeds: Sequence[int],
+    model_seed: int | None,
+    log_one: ModelLogger = log_model,
+) -> str | None:
     """One nested run per seed of a run that trained several (``<arm>-seed<n>``): its curve and final figures.
 
-    The model of seed index ``model_seed`` (if not None) is logged in its seed's run; returns its URI.
+    The model of seed index ``model_seed`` (if not None) is logged in its seed's run by ``log_one``; returns its URI.
     """
     import mlflow
 
@@ -368,7 +378,7 @@ def log_seed_runs(result: TrainResult, arm: ArmProtocol, seeds: Sequence[int], m
             final = result.history[-1].per_seed[index]
             mlflow.log_metric("final_solved", float(final.solved), step=int(result.history[-1].step))
             if index == model_seed:
-                model_uri = log_model(result, seed_index=index)
+                model_uri = log_one(result, index)
     return model_uri
 
 
@@ -401,14 +411,16 @@ class TrackedRun:
         log_result(result, log_history=not logged_live)
         return result
 
-    def log_models(self, result: TrainResult, model_seed: int | None = 0) -> str | None:
-        """Logs seed index ``model_seed``'s model (``None``: no model); a run of several seeds gets a nested run
-        per seed, the model in its seed's. Returns the model's URI (kept as :attr:`model_uri`)."""
+    def log_models(
+        self, result: TrainResult, model_seed: int | None = 0, log_one: ModelLogger = log_model
+    ) -> str | None:
+        """Logs seed index ``model_seed``'s model (``None``: no model) with ``log_one``; a run of several seeds
+        gets a nested run per seed, the model in its seed's. Returns the model's URI (kept as :attr:`model_uri`)."""
         seeds = self.config.seeds
         if len(seeds) > 1:
-            self.model_uri = log_seed_runs(result, self.arm, seeds, model_seed)
+            self.model_uri = log_seed_runs(result, self.arm, seeds, model_seed, log_one)
         elif model_seed is not None:
-            self.model_uri = log_model(result, seed_index=model_seed)
+            self.model_uri = log_one(result, model_seed)
         return self.model_uri
 
 
@@ -424,19 +436,25 @@ def tracked_run(
     name: str | None = None,
     nested: bool = False,
     status_of: Callable[[BaseException], str] = ended_status,
+    started: float | None = None,
     **tags: str,
 ) -> Iterator[TrackedRun]:
     """An MLflow run of one training of ``arm`` with ``config``, what ``train``, ``tune`` and ``compare`` all train in.
 
     The run is named for its seeds (or ``name``), tagged with :func:`run_tags` (its seeds and ``tags``), and holds
-    the config as params. It ends ``FINISHED``, or with ``status_of(error)`` when ``error`` ends the block
-    (``FAILED``; ``KILLED`` for Ctrl-C), so a killed process's run is never left ``RUNNING``.
+    the config as params; ``started`` (seconds since the epoch) backdates its start to when a training recorded
+    after the fact began (a comparison's runs, wherever they trained). It ends ``FINISHED``, or with
+    ``status_of(error)`` when ``error`` ends the block (``FAILED``; ``KILLED`` for Ctrl-C), so a killed process's
+    run is never left ``RUNNING``.
     """
     import mlflow
 
     seeds = config.seeds
-    tags = {"seeds": ",".join(map(str, seeds)), **tags}
-    run = mlflow.start_run(run_name=name or run_name(arm, seeds), nested=nested, tags=run_tags(arm, **tags))
+    tags = run_tags(arm, **{"seeds": ",".join(map(str, seeds)), **tags})
+    if started is None or not nested or mlflow.active_run() is None:
+        run = mlflow.start_run(run_name=name or run_name(arm, seeds), nested=nested, tags=tags)
+    else:
+        run = start_backdated_run(name or run_name(arm, seeds), tags, started)
     status = "FINISHED"
     try:
         mlflow.log_params(config_params(config))
@@ -446,6 +464,18 @@ def tracked_run(
         raise
     finally:
         mlflow.end_run(status=status)
+
+
+def start_backdated_run(name: str, tags: dict[str, str], started: float) -> Any:
+    """A run nested in the active one, created with its start at ``started`` and made active."""
+    import mlflow
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+    parent = mlflow.active_run()
+    tags = {**tags, MLFLOW_PARENT_RUN_ID: parent.info.run_id}
+    client = mlflow.MlflowClient()
+    created = client.create_run(parent.info.experiment_id, start_time=int(started * 1000), tags=tags, run_name=name)
+    return mlflow.start_run(run_id=created.info.run_id, nested=True)
 
 
 def track_training(arm: ArmProtocol, config: Any, options: TrackOptions) -> TrainResult:

@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=1, help="seeds trained together in one run (from --seed)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--save", default=None, help="write the first seed's trained model here (doors-gym enjoy reads it)")
     args = parser.parse_args()
     changes = {}
     for item in args.set:
@@ -91,6 +92,8 @@ def main() -> None:
     if result.history and int(result.history[-1].step) != printer.last_step:  # the final evaluation, not reported
         printer.observe(result.history[-1])
     print(f"env steps per second {result.env_steps / result.wall_seconds:,.0f}")
+    if args.save:
+        print(f"model: {arm.save(result, args.save)}")
 
 
 if __name__ == "__main__":

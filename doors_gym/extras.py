@@ -32,6 +32,8 @@ EXTRAS = {
     "stable_baselines3": "sb3",
     "sbx": "sbx",
     "rejax": "rejax",
+    "distributed": "dask",
+    "dask": "dask",
 }
 """The extra of ``doors-gym`` that installs each optional top-level module."""
 DISTRIBUTION_NAMES = {

@@ -63,6 +63,10 @@ class SeedRun:
     """The rolling reward of "Solved" at the run's layout (``metrics.solved_reward``)."""
     steps_to_solved: float = math.nan
     """This seed's env steps at the evaluation of :attr:`seconds_to_solved` (NaN if unsolved)."""
+    host: str = ""
+    """The machine that trained it (its host name; "" in caches written before runs were spread)."""
+    worker: str = ""
+    """The process that trained it: ``local`` (the command's own) or a Dask worker's name."""
 
     @property
     def solved(self) -> bool:

@@ -215,7 +215,9 @@ def write_csv(rows: list[Summary], oracle: dict[str, float], path: pathlib.Path,
 
 def write_seed_csv(results: Sequence[ArmRuns], path: pathlib.Path) -> None:
     """``compare_seeds.csv``: one row per arm and seed."""
-    columns = ("arm", "key", "seed", "wall_seconds", "seconds_to_solved", "env_steps", "updates", *FIGURES)
+    columns = (
+        "arm", "key", "seed", "wall_seconds", "seconds_to_solved", "env_steps", "updates", *FIGURES, "host", "worker"
+    )
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()

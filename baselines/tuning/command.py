@@ -31,6 +31,7 @@ from .options import TuneOptions
 from .plots import log_study_plots, write_study_summary
 from .scores import DEFAULT_OBJECTIVE, describe_score
 from .space import SPACE, Space, hyperparameters_from_params, space_of
+from .workers import run_workers
 from .study import (
     DEFAULT_STORAGE,
     create_study,
@@ -64,7 +65,9 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
 
         parent = study_parent_run(options, arm, run)
         mark_killed_runs(study)
-        remaining = options.n_trials - len(finished_trials(study))
+        if options.workers > 1:
+            run_workers(options, run, base_config.hyperparameters, study)
+        remaining = options.n_trials - len(finished_trials(study)) if options.workers == 1 else 0
         with mlflow.start_run(run_id=parent):
             mlflow.set_tag(tracking.PROCESS_TAG, tracking.this_process())  # this worker holds it open now
             if remaining > 0 and options.lanes > 1:
@@ -72,6 +75,8 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
             elif remaining > 0:
                 run_trials(study, arm.name, base_config, options, remaining)
             mark_killed_runs(study)
+            if not options.report:
+                return study
             log_study_plots(study)
             chosen = None
             if options.confirm_top:

@@ -41,6 +41,14 @@ class TuneOptions:
     n_trials: int = field(40, "finished (complete or pruned) trials the study should end with")
     timeout: float | None = field(None, "stop starting trials after this many seconds")
     worker: int = field(0, "this worker's index when several share a study (keeps their samplers apart)")
+    workers: int = field(
+        1,
+        "worker processes this command starts on the study, each with its share of the cores and an index of its "
+        "own from --worker on; a worker that dies is replaced, its trial failed by the heartbeat and queued again",
+    )
+    report: bool = field(
+        True, "plots, confirmation, preset and summary after the trials (off in the workers --workers starts)", cli=False
+    )
     storage: str = field(
         DEFAULT_STORAGE, "Optuna RDB storage, any SQLAlchemy URL (PostgreSQL for workers on many hosts)"
     )
@@ -98,6 +106,7 @@ class TuneOptions:
         ):
             raise ValueError(f"penalty_seconds={penalty!r} is out of range: expected a finite number >= 0")
         check_at_least("worker", self.worker, 0)
+        check_at_least("workers", self.workers, 1)
         start = self.resolved_start_from
         if start and start not in self.start_names and not pathlib.Path(start).is_file():
             raise ValueError(f"start_from={start!r} is neither one of {list(self.start_names)} nor a file")

@@ -4,8 +4,9 @@ its Hyperband rungs, its MLflow parent run, and the runs of trials whose process
 The study lives in an RDB storage opened with ``load_if_exists=True``, so a
 killed study resumes and several workers share it. A trial that was running
 when its process died is failed by Optuna's heartbeat once ``grace_period``
-seconds have passed without a beat; :func:`mark_killed_runs` then marks its
-MLflow run ``KILLED``.
+seconds have passed without a beat, and queued again with its hyperparameters
+(Optuna's ``RetryFailedTrialCallback``, up to :data:`MAX_RETRY` times);
+:func:`mark_killed_runs` then marks its MLflow run ``KILLED``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from .space import SPACE, Space, params_for
 DEFAULT_STORAGE = "sqlite:///optuna.db"
 HEARTBEAT_INTERVAL = 10
 GRACE_PERIOD = 60
+MAX_RETRY = 2
+"""How often a trial failed by the heartbeat (its worker died) is queued again with its hyperparameters."""
 FINISHED = ("COMPLETE", "PRUNED")
 """The trial states ``--n-trials`` counts."""
 
@@ -52,7 +55,11 @@ def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_p
         with warnings.catch_warnings(), tracking.sqlite_lock(url):
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.storages.RDBStorage(
-                url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval, grace_period=grace_period
+                url,
+                engine_kwargs=engine_kwargs,
+                heartbeat_interval=heartbeat_interval,
+                grace_period=grace_period,
+                **retry_callback(optuna),
             )
 
     try:
@@ -63,6 +70,15 @@ def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_p
             f"{tracking.first_line(error)}; "
             "expected an SQLAlchemy URL such as sqlite:///optuna.db or postgresql+psycopg2://user@host/db"
         ) from error
+
+
+def retry_callback(optuna: Any) -> dict[str, Any]:
+    """The storage's keyword that queues a trial again when the heartbeat fails it (Optuna 4.9 renamed both)."""
+    if hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback"):
+        return {
+            "heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
+        }
+    return {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(max_retry=MAX_RETRY)}
 
 
 def create_study(

@@ -3,7 +3,6 @@ the save path checked before training, model files recognised by content."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from stacks import needs
@@ -17,8 +16,8 @@ from doors_gym_baselines.arms import ARMS
 def test_compare_flags_reach_the_options_and_the_run_settings(monkeypatch, tmp_path):
     seen = {}
 
-    def fake_compare(options, run):
-        seen.update(options=options, run=run)
+    def fake_compare(options, run, executor=None):
+        seen.update(options=options, run=run, executor=executor)
         oracle = {"greedy_success_rate": 1.0, "rolling_reward": 0.776}
         return compare.Outcome(rows=[], oracle=oracle, table="a table", paths={}, run_id="x")
 
@@ -35,7 +34,12 @@ def test_compare_flags_reach_the_options_and_the_run_settings(monkeypatch, tmp_p
     assert cli.main(["compare", "--preset", "quick", "--out", str(tmp_path)]) == 0
     assert seen["options"].preset == "quick"
     assert cli.main(["compare", "--out", str(tmp_path)]) == 0
-    assert seen["options"].preset == "tuned"
+    assert seen["options"].preset == "tuned" and seen["executor"].name == "local"
+    # --executor dask builds the cluster's client lazily: nothing starts until a run is sent.
+    assert cli.main(["compare", "--out", str(tmp_path), "--executor", "dask", "--workers", "3"]) == 0
+    assert (seen["executor"].name, seen["executor"].workers, seen["executor"].address) == ("dask", 3, None)
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--out", str(tmp_path), "--workers", "3"])  # --workers needs --executor dask
 
 
 def test_tune_flags_reach_the_study_and_every_trial(monkeypatch):

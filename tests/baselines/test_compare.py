@@ -115,8 +115,11 @@ def test_compare_resumes_from_finished_runs(tiny_compare, capsys: pytest.Capture
     assert [row.rolling_reward.mean for row in again.rows] == [row.rolling_reward.mean for row in first.rows]
     client = mlflow.MlflowClient(options.tracking_uri)
     experiment = client.get_experiment_by_name(compare.DEFAULT_EXPERIMENT)
+    assert again.run_id == first.run_id, "a comparison made again continues its own parent run"
+    assert client.get_run(again.run_id).info.status == "FINISHED"
     children = client.search_runs([experiment.experiment_id], f"tags.mlflow.parentRunId = '{again.run_id}'")
-    assert children == [], "reused runs are not trained again"
+    names = [run.info.run_name for run in children]
+    assert len(names) == 5 and len(set(names)) == 5, f"reused runs are not trained (nor logged) again: {names}"
     for arm in options.arms:  # the champion of reused runs is the model registered already: no second version
         versions = client.search_model_versions(f"name='doors-{arm}'")
         assert len(versions) == 1, [(version.version, version.run_id) for version in versions]

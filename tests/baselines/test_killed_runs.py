@@ -26,9 +26,11 @@ def doors_gym(*argv: str) -> list[str]:
     return [sys.executable, "-m", "doors_gym", *argv]
 
 
-def kill_when_running(command: list[str], tracking_uri: str, experiment: str, name_prefix: str, cwd) -> str:
-    """Starts ``command``, kills it (SIGKILL, its whole process group) while a run whose name starts with
-    ``name_prefix`` is RUNNING, and returns that run's id."""
+def kill_when_running(
+    command: list[str], tracking_uri: str, experiment: str, name_prefix: str, cwd, status: str = "RUNNING"
+) -> str:
+    """Starts ``command``, kills it (SIGKILL, its whole process group) once a run whose name starts with
+    ``name_prefix`` has ``status`` (RUNNING: while it runs), and returns that run's id."""
     process = subprocess.Popen(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)  # fmt: skip
     client = None
@@ -39,7 +41,7 @@ def kill_when_running(command: list[str], tracking_uri: str, experiment: str, na
                 client = client or mlflow.MlflowClient(tracking_uri)
                 found = client.get_experiment_by_name(experiment)
             if found is not None:
-                running = client.search_runs([found.experiment_id], "attributes.status = 'RUNNING'")
+                running = client.search_runs([found.experiment_id], f"attributes.status = '{status}'")
                 targets = [run for run in running if (run.info.run_name or "").startswith(name_prefix)]
                 if targets:
                     os.killpg(process.pid, signal.SIGKILL)
@@ -50,7 +52,7 @@ def kill_when_running(command: list[str], tracking_uri: str, experiment: str, na
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    pytest.fail(f"no run named {name_prefix}* was ever RUNNING (the command exited {process.returncode})")
+    pytest.fail(f"no run named {name_prefix}* was ever {status} (the command exited {process.returncode})")
 
 
 def assert_cleaned(resumed: subprocess.CompletedProcess, tracking_uri: str, experiment: str, run_id: str) -> None:
@@ -62,15 +64,27 @@ def assert_cleaned(resumed: subprocess.CompletedProcess, tracking_uri: str, expe
     assert not client.search_runs([experiment_id], "attributes.status = 'RUNNING'"), "a run was left RUNNING"
 
 
-def test_a_killed_comparisons_seed_run_ends_killed(tmp_path: pathlib.Path) -> None:
+def test_a_killed_comparison_resumes_in_its_own_parent_run(tmp_path: pathlib.Path) -> None:
+    # A comparison's runs are logged by the driver once trained: killed while seed 101 trains (seed 100 logged),
+    # its parent run is left RUNNING, ended KILLED by the next command, then continued by it.
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     command = doors_gym("compare", "--arms", "flax-numpy", "--seeds", "2", "--preset", "quick", "--total-steps",
                         "8000", "--eval-every", "2000", "--out", str(tmp_path / "out"), "--tracking-uri", uri,
                         "--quiet", "--no-models")  # fmt: skip
-    run_id = kill_when_running(command, uri, "doors-gym-compare", "flax-numpy-seed101", tmp_path)
+    kill_when_running(command, uri, "doors-gym-compare", "flax-numpy-seed100", tmp_path, status="FINISHED")
     resumed = subprocess.run(command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
-    assert_cleaned(resumed, uri, "doors-gym-compare", run_id)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "left RUNNING by a killed process, now KILLED" in resumed.stdout and "continuing" in resumed.stdout
     assert "reusing" in resumed.stdout  # the seed that had finished is not trained again
+    client = mlflow.MlflowClient(uri)
+    experiment_id = client.get_experiment_by_name("doors-gym-compare").experiment_id
+    runs = client.search_runs([experiment_id])
+    parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    assert [(run.info.run_name, run.info.status) for run in parents] == [("compare-quick", "FINISHED")]
+    children = sorted((run.info.run_name, run.info.status, run.data.tags["mlflow.parentRunId"]) for run in runs
+                      if run not in parents)  # fmt: skip
+    parent = parents[0].info.run_id
+    assert children == [("flax-numpy-seed100", "FINISHED", parent), ("flax-numpy-seed101", "FINISHED", parent)]
 
 
 def test_a_killed_confirmation_run_ends_killed(tmp_path: pathlib.Path) -> None:

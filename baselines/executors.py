@@ -1,0 +1,277 @@
+"""Where a comparison's runs train: one after another in this process (``local``), or spread over a Dask cluster
+(``dask``: a ``LocalCluster`` of ``--workers`` processes, or the scheduler at ``--address``).
+
+Either way a run is a :class:`Job` (an arm's name and config, keyed by the resume cache's key) that
+:func:`train_job` turns into a :class:`Trained` (the run's result without its model object, each seed's figures,
+and the best seed's model file as bytes) wherever it runs. Only the driver writes MLflow and the resume cache
+(:mod:`~doors_gym_baselines.compare` records each :class:`Trained` as it arrives), so a task that Dask retries on
+another worker after its first one died is logged once, and a SQLite store is never written by two processes.
+
+Dask's workers are spawned processes (never forks: JAX and forks do not mix); a task whose worker dies is
+rescheduled on another (Dask's ``distributed.scheduler.allowed-failures``); a task that raises is not retried:
+the others finish and :class:`RunsFailed` names it. Each worker's threads are pinned to its share of the cores
+(:func:`~doors_gym_baselines.runtime.worker_environment`). Dask is the ``dask`` extra; nothing here imports it
+unless ``--executor dask`` is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import pathlib
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from doors_gym.extras import require
+
+from .config import check_at_least, check_choice, field, first_line
+
+LOCAL, DASK = "local", "dask"
+EXECUTORS = (LOCAL, DASK)
+LOCAL_WORKER = "local"
+"""The worker name of a run trained in the driver's own process."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutorOptions:
+    """Where the runs train (the ``--executor`` flags of ``compare`` and ``ladder``)."""
+
+    executor: str = field(
+        LOCAL,
+        "where the runs train: local (one after another in this process) or dask (spread over a Dask cluster; "
+        "the dask extra)",
+        choices=EXECUTORS,
+    )
+    workers: int | None = field(
+        None, "dask: worker processes of the local cluster, each with its share of the cores (default: one per core)"
+    )
+    address: str | None = field(
+        None,
+        "dask: the address of a running scheduler to send the runs to (tcp://HOST:8786) instead of a local cluster",
+    )
+
+    def __post_init__(self) -> None:
+        check_choice("executor", self.executor, EXECUTORS)
+        if self.workers is not None:
+            check_at_least("workers", self.workers, 1)
+        if self.executor == LOCAL:
+            for name in ("workers", "address"):
+                if getattr(self, name) is not None:
+                    raise ValueError(
+                        f"{name}={getattr(self, name)!r} needs executor='dask': executor='local' trains in this process"
+                    )
+        if self.address is not None and self.workers is not None:
+            raise ValueError(
+                f"workers={self.workers} does not go with address={self.address!r}: the cluster at an address has the "
+                "workers started there (dask worker ADDRESS --nworkers N --nthreads 1)"
+            )
+        if self.address is not None and "://" not in self.address:
+            raise ValueError(f"address={self.address!r} is not a scheduler address: expected tcp://HOST:PORT")
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One run to train: what the driver sends a worker (small, picklable)."""
+
+    key: str
+    """The resume cache's key of the run (:func:`job_key`): Dask's task key."""
+    arm: Any
+    """The arm's name where it is installed (every worker finds it), else the arm object itself (one added in
+    this process, from a notebook: a Dask worker gets it pickled by value where its module is not installed)."""
+    config: Any
+    models: bool
+    """Whether the best seed's model file comes back (``--models``)."""
+    label: str
+    """The run as progress lines and errors name it: ``<arm> seed <n>``."""
+
+
+def job_key(cache: pathlib.Path, key: dict[str, Any]) -> str:
+    """A run's task key: its cache file's name and a digest of the config that decides its outcome."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return f"{cache.stem}-{digest}"
+
+
+@dataclasses.dataclass
+class Trained:
+    """What a worker sends back: the result (its ``model`` left out), each seed's figures, the best seed's
+    index and model file (bytes; None without models), when training started, and which host and worker ran it."""
+
+    result: Any
+    figures: list[Any]
+    model_seed: int | None
+    model_file: bytes | None
+    started: float
+    host: str
+    worker: str
+
+
+def train_job(job: Job) -> Trained:
+    """Trains ``job`` wherever it runs (this process, or a Dask worker) and packs what the driver records."""
+    from .arms import get_arm
+    from .compare import best_seed, seed_runs
+
+    host, worker = socket.gethostname(), worker_name()
+    arm = get_arm(job.arm) if isinstance(job.arm, str) else job.arm
+    started = time.time()
+    result = arm.train(job.config)
+    figures = seed_runs(result, job.config.seeds, host=host, worker=worker)
+    model_seed = best_seed(figures) if job.models else None
+    model_file = None
+    if model_seed is not None:
+        with tempfile.TemporaryDirectory() as folder:
+            model_file = arm.save(result, pathlib.Path(folder) / "model.bin", seed_index=model_seed).read_bytes()
+    result.model = None  # the model object stays here: its file travels
+    return Trained(result, figures, model_seed, model_file, started, host, worker)
+
+
+def worker_name() -> str:
+    """The Dask worker this runs on (its name), or :data:`LOCAL_WORKER` outside one."""
+    try:
+        from distributed import get_worker
+    except ImportError:
+        return LOCAL_WORKER
+    try:
+        return str(get_worker().name)
+    except ValueError:  # not inside a worker
+        return LOCAL_WORKER
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """A run that raised: its job and the error's first line."""
+
+    job: Job
+    error: str
+
+
+class RunsFailed(RuntimeError):
+    """Some runs raised; the others finished (and are cached, so a rerun trains only these)."""
+
+    def __init__(self, failures: Sequence[Failure]) -> None:
+        self.failures = tuple(failures)
+        lines = [f"  {failure.job.label}: {failure.error}" for failure in self.failures]
+        count = len(self.failures)
+        super().__init__(f"{count} run{'s' if count > 1 else ''} failed (the others finished):\n" + "\n".join(lines))
+
+
+Done = Callable[[Job, Trained], None]
+"""What the driver does with each finished run (logs it to MLflow, caches it, prints a line)."""
+
+
+class LocalExecutor:
+    """Trains the jobs one after another in this process (``--executor local``, the default)."""
+
+    name = LOCAL
+
+    def run(self, jobs: Sequence[Job], done: Done) -> list[Failure]:
+        failures = []
+        for job in jobs:
+            try:
+                trained = train_job(job)
+            except Exception as error:  # noqa: BLE001 - the other runs still train; the failure is named at the end
+                failures.append(Failure(job, f"{type(error).__name__}: {first_line(error)}"))
+                print(f"  {job.label}: FAILED ({failures[-1].error})", flush=True)
+                continue
+            done(job, trained)
+        return failures
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+
+class DaskExecutor:
+    """Sends the jobs to a Dask cluster (``--executor dask``): a ``LocalCluster`` of ``workers`` processes started
+    on first use, or the scheduler at ``address``; records each run as it finishes, in whatever order."""
+
+    name = DASK
+
+    def __init__(self, workers: int | None = None, address: str | None = None) -> None:
+        require("distributed", "--executor dask")
+        self.workers = workers
+        self.address = address
+        self._client: Any = None
+        self._cluster: Any = None
+
+    def client(self) -> Any:
+        """The Dask client, connected on first use (starting the local cluster if there is no address)."""
+        if self._client is None:
+            from distributed import Client, LocalCluster
+
+            from .runtime import available_cores, worker_environment
+
+            if self.address is None:
+                count = self.workers or available_cores()
+                share = max(1, available_cores() // count)
+                self._cluster = LocalCluster(
+                    n_workers=count,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=40,  # logging.ERROR: a worker's restarts are told by the driver's own lines
+                    env=worker_environment(share),
+                )
+                self._client = Client(self._cluster)
+            else:
+                self._client = Client(self.address)
+        return self._client
+
+    def run(self, jobs: Sequence[Job], done: Done) -> list[Failure]:
+        if not jobs:
+            return []
+        from distributed import as_completed
+
+        client = self.client()
+        futures = {client.submit(train_job, job, key=job.key, pure=False): job for job in jobs}
+        failures = []
+        try:
+            for future in as_completed(futures):
+                job = futures[future]
+                if future.status == "error":
+                    error = future.exception()
+                    failures.append(Failure(job, f"{type(error).__name__}: {first_line(error)}"))
+                    print(f"  {job.label}: FAILED ({failures[-1].error})", flush=True)
+                    continue
+                done(job, future.result())
+        finally:
+            client.cancel(list(futures))  # nothing left running after Ctrl-C or an error of the driver's own
+        return failures
+
+    def close(self) -> None:
+        """Disconnects; stops the local cluster's workers if this executor started them."""
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+        self._client = self._cluster = None
+
+
+Executor = LocalExecutor | DaskExecutor
+
+
+@contextlib.contextmanager
+def open_executor(options: ExecutorOptions | None = None) -> Iterator[Executor]:
+    """The executor ``options`` asks for (default: local), closed (its local cluster stopped) when the block ends,
+    Ctrl-C included."""
+    options = options or ExecutorOptions()
+    executor: Executor = (
+        LocalExecutor() if options.executor == LOCAL else DaskExecutor(options.workers, options.address)
+    )
+    try:
+        yield executor
+    finally:
+        executor.close()
+
+
+def describe(executor: Executor) -> str:
+    """One line for a command's start: where its runs train."""
+    if isinstance(executor, LocalExecutor):
+        return "runs train here, one after another"
+    if executor.address is not None:
+        return f"runs train on the Dask cluster at {executor.address}"
+    return f"runs train on a local Dask cluster of {executor.workers or os.cpu_count()} workers"

@@ -1,0 +1,151 @@
+"""``doors-gym ladder --quick`` with ``--executor local`` and ``--executor dask --workers N`` side by side, and the
+fault probes of the Dask executor: a worker SIGKILLed mid-run, and the driver SIGKILLed and rerun.
+
+    python benchmarks/executors.py --out /tmp/executors                  # both executors, then the two probes
+    python benchmarks/executors.py --out /tmp/executors --skip-probes
+
+Each executor runs the whole quick ladder in a process of its own, into its own folder and MLflow store, one
+after the other (never both at once); the table compares their rows (seeds solved, env steps to solved, final
+rolling reward) and their wall times. Run it with nothing else on the machine: the ratio is the figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import pathlib
+import platform
+import signal
+import subprocess
+import sys
+import time
+
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def ladder_command(out: pathlib.Path, executor: list[str]) -> list[str]:
+    """``doors-gym ladder --quick`` into ``out`` (its own MLflow store there), with ``executor``'s flags."""
+    return [sys.executable, "-m", "doors_gym_baselines", "ladder", "--quick", "--out", str(out), "--tracking-uri",
+            f"sqlite:///{out.resolve()}/mlflow.db", "--quiet", *executor]  # fmt: skip
+
+
+def timed_ladder(out: pathlib.Path, executor: list[str]) -> float:
+    """Runs the quick ladder; its wall seconds."""
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with (out / "log.txt").open("w") as log:
+        subprocess.run(ladder_command(out, executor), check=True, stdout=log, stderr=subprocess.STDOUT, env=ENV)
+    return time.perf_counter() - started
+
+
+def seed_rows(out: pathlib.Path) -> dict[tuple[str, str, str], dict[str, str]]:
+    """Every level's ``compare_seeds.csv`` rows by (level, row key, seed)."""
+    rows = {}
+    for path in sorted(out.glob("*/compare_seeds.csv")):
+        with path.open() as handle:
+            for row in csv.DictReader(handle):
+                rows[(path.parent.name, row["key"], row["seed"])] = row
+    return rows
+
+
+def compare_rows(local: pathlib.Path, spread: pathlib.Path) -> list[str]:
+    """A Markdown row per (level, row, seed): both executors' solved flag, env steps to solved, rolling reward."""
+    mine, theirs = seed_rows(local), seed_rows(spread)
+    lines = []
+    for key in sorted(mine):
+        a, b = mine[key], theirs.get(key, {})
+        same = all(a.get(name) == b.get(name) for name in ("steps_to_solved", "rolling_reward", "greedy_success_rate"))
+        lines.append(
+            f"| {key[0]} | {key[1]} | {a['rolling_reward'][:6]} / {b.get('rolling_reward', '-')[:6]} "
+            f"| {a['greedy_success_rate'][:5]} / {b.get('greedy_success_rate', '-')[:5]} "
+            f"| {b.get('worker', '-')} | {'identical' if same else 'differs'} |"
+        )
+    return lines
+
+
+def runs_by_status(out: pathlib.Path) -> tuple[dict[str, int], dict[str, int]]:
+    """The MLflow store under ``out``: nested runs by (name, status) count, and parent runs by name."""
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{out.resolve()}/mlflow.db")
+    experiment = client.get_experiment_by_name("doors-gym-ladder")
+    nested: dict[str, int] = {}
+    parents: dict[str, int] = {}
+    for run in client.search_runs([experiment.experiment_id], max_results=1000):
+        parent = run.data.tags.get("mlflow.parentRunId")
+        table = nested if parent else parents
+        name = f"{run.info.run_name} {run.info.status}"
+        table[name] = table.get(name, 0) + 1
+    return nested, parents
+
+
+def killed_worker_probe(out: pathlib.Path, workers: int) -> str:
+    """The dask ladder with one worker process SIGKILLed 20 s in: rc, and how the nested runs ended."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = ladder_command(out, ["--executor", "dask", "--workers", str(workers)])
+    with (out / "log.txt").open("w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=ENV, start_new_session=True)
+        time.sleep(20)
+        children = subprocess.run(["pgrep", "-g", str(process.pid), "-f", "spawn_main"], capture_output=True,
+                                  text=True).stdout.split()  # fmt: skip
+        os.kill(int(children[0]), signal.SIGKILL)
+        returncode = process.wait()
+    nested, parents = runs_by_status(out)
+    twice = {name: count for name, count in nested.items() if count > 1}
+    return (
+        f"worker SIGKILLed 20 s in: rc {returncode}; nested runs {sum(nested.values())}, all FINISHED: "
+        f"{all(name.endswith('FINISHED') for name in nested)}, none twice: {not twice}; parents {parents}"
+    )
+
+
+def killed_driver_probe(out: pathlib.Path, workers: int) -> str:
+    """The dask ladder SIGKILLed (the driver and its cluster) 60 s in, then rerun: what was reused, the parents."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = ladder_command(out, ["--executor", "dask", "--workers", str(workers)])
+    with (out / "killed.txt").open("w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=ENV, start_new_session=True)
+        time.sleep(60)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    done = subprocess.run(command, capture_output=True, text=True, env=ENV)
+    (out / "rerun.txt").write_text(done.stdout + done.stderr)
+    reused = done.stdout.count("reusing")
+    nested, parents = runs_by_status(out)
+    twice = {name: count for name, count in nested.items() if count > 1}
+    return (
+        f"driver SIGKILLed 60 s in, rerun: rc {done.returncode}; {reused} runs reused; nested runs "
+        f"{sum(nested.values())}, none FINISHED twice: {not twice}; parents {parents}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="out/executors")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-probes", action="store_true")
+    args = parser.parse_args()
+    out = pathlib.Path(args.out)
+    local = timed_ladder(out / "local", [])
+    spread = timed_ladder(out / "dask", ["--executor", "dask", "--workers", str(args.workers)])
+    lines = [
+        f"`doors-gym ladder --quick`, {platform.machine()} with {os.cpu_count()} cores, torch threads 1 per run "
+        f"(both), local: the driver's process; dask: a LocalCluster of {args.workers} workers, 1 thread each",
+        "",
+        "| executor | wall s | ratio |",
+        "|---|---:|---:|",
+        f"| local | {local:.0f} | 1.00 |",
+        f"| dask, {args.workers} workers | {spread:.0f} | {spread / local:.2f} |",
+        "",
+        "| level | row | rolling reward local / dask | greedy success local / dask | dask worker | figures |",
+        "|---|---|---|---|---|---|",
+        *compare_rows(out / "local", out / "dask"),
+    ]
+    if not args.skip_probes:
+        lines += ["", "- " + killed_worker_probe(out / "killed-worker", args.workers)]
+        lines += ["- " + killed_driver_probe(out / "killed-driver", args.workers)]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

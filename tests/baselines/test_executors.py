@@ -1,0 +1,232 @@
+"""``compare`` and ``ladder`` spread over Dask (``--executor dask``): the same figures as the runs made here, a
+killed worker's run retried elsewhere and logged once, a run that raises named while the others finish, and a
+scheduler with workers started as processes of their own on 127.0.0.1."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from stacks import needs
+
+mlflow = needs("mlflow")
+needs("torch")
+needs("distributed")
+
+from doors_gym_baselines import compare, executors  # noqa: E402
+from doors_gym_baselines.arms import get_arm  # noqa: E402
+from doors_gym_baselines.config import RunSettings  # noqa: E402
+from doors_gym_baselines.executors import ExecutorOptions, RunsFailed, open_executor  # noqa: E402
+
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "JAX_PLATFORMS": "cpu"}
+
+
+def tiny(tmp_path: pathlib.Path, name: str, **values) -> compare.CompareOptions:
+    settings = dict(arms=("torch-numpy",), seeds=2, preset="quick", total_steps=4_000, eval_every=2_000,
+                    out=str(tmp_path / name), tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+                    models=False)  # fmt: skip
+    return compare.CompareOptions(**{**settings, **values})
+
+
+def nested_runs(options: compare.CompareOptions, parent: str | None = None) -> list:
+    """The nested runs of the experiment (of one parent run)."""
+    client = mlflow.MlflowClient(options.tracking_uri)
+    experiment = client.get_experiment_by_name(options.experiment)
+    runs = client.search_runs([experiment.experiment_id])
+    nested = [run for run in runs if "mlflow.parentRunId" in run.data.tags]
+    return [run for run in nested if parent is None or run.data.tags["mlflow.parentRunId"] == parent]
+
+
+def test_executor_flags_are_checked() -> None:
+    with pytest.raises(ValueError, match="workers=2 needs executor='dask'"):
+        ExecutorOptions(workers=2)
+    with pytest.raises(ValueError, match="address='tcp://h:8786' needs executor='dask'"):
+        ExecutorOptions(address="tcp://h:8786")
+    with pytest.raises(ValueError, match="workers=0 is out of range"):
+        ExecutorOptions("dask", workers=0)
+    with pytest.raises(ValueError, match="expected tcp://HOST:PORT"):
+        ExecutorOptions("dask", address="h:8786")
+    with pytest.raises(ValueError, match="does not go with address"):
+        ExecutorOptions("dask", workers=2, address="tcp://h:8786")
+    with pytest.raises(ValueError, match=r"executor='ray' is not supported: expected one of \['local', 'dask'\]"):
+        ExecutorOptions("ray")
+
+
+def test_dask_gives_the_local_figures_and_logs_host_and_worker(tmp_path: pathlib.Path) -> None:
+    options = tiny(tmp_path, "local", arms=("torch-numpy", "flax-numpy"), seeds=1)
+    local = compare.compare(options, RunSettings(quiet=True))
+    spread = dataclasses.replace(options, out=str(tmp_path / "dask"))
+    with open_executor(ExecutorOptions("dask", workers=2)) as executor:
+        remote = compare.compare(spread, RunSettings(quiet=True), executor)
+    for mine, theirs in zip(local.rows, remote.rows, strict=True):
+        assert (mine.key, mine.env_steps_per_second > 0) == (theirs.key, True)
+        if mine.key == "torch-numpy":  # one torch thread in both: the same numbers
+            assert mine.rolling_reward.mean == theirs.rolling_reward.mean
+            assert mine.greedy_success_rate.mean == theirs.greedy_success_rate.mean
+    runs = nested_runs(spread, remote.run_id)
+    assert len(runs) == 2 and {run.data.params["worker"] for run in runs} <= {"0", "1"}  # the workers' names
+    assert {run.data.params["worker"] for run in nested_runs(options, local.run_id)} == {"local"}
+    seeds_csv = (pathlib.Path(spread.out) / "compare_seeds.csv").read_text().splitlines()
+    assert seeds_csv[0].endswith(",host,worker") and all(not line.endswith(",local") for line in seeds_csv[1:])
+
+
+def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pathlib.Path) -> None:
+    options = tiny(tmp_path, "out", total_steps=30_000, eval_every=10_000)
+    killed: list[str] = []
+    with open_executor(ExecutorOptions("dask", workers=2)) as executor:
+        client = executor.client()
+        pids = client.run(os.getpid)
+
+        def kill_one_mid_run() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                busy = [address for address, keys in client.processing().items() if keys and address in pids]
+                if busy:
+                    time.sleep(1.0)  # the run is under way (importing torch or training)
+                    os.kill(pids[busy[0]], signal.SIGKILL)
+                    killed.append(busy[0])
+                    return
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_one_mid_run)
+        killer.start()
+        outcome = compare.compare(options, RunSettings(quiet=True), executor)
+        killer.join()
+    assert killed, "no worker was ever busy"
+    runs = nested_runs(options)
+    assert sorted((run.info.run_name, run.info.status) for run in runs) == [
+        ("torch-numpy-seed100", "FINISHED"), ("torch-numpy-seed101", "FINISHED")]  # fmt: skip
+    assert [row.seeds for row in outcome.rows] == [2]
+
+
+def failing_train(config, trial=None, arm=None):
+    raise RuntimeError(f"no luck with seed {config.run.seed}")
+
+
+def test_a_run_that_raises_is_named_and_the_others_finish(tmp_path: pathlib.Path) -> None:
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers never import this test module
+    broken = dataclasses.replace(get_arm("torch-numpy"), name="broken-torch", trainer=failing_train)
+    compare.ARMS.add(broken)
+    options = tiny(tmp_path, "out", arms=("torch-numpy", "broken-torch"), seeds=1)
+    try:
+        with open_executor(ExecutorOptions("dask", workers=2)) as executor:
+            with pytest.raises(RunsFailed, match="broken-torch seed 100: RuntimeError: no luck with seed 100"):
+                compare.compare(options, RunSettings(quiet=True), executor)
+    finally:
+        compare.ARMS._added.pop("broken-torch", None)
+    ended = [(run.info.run_name, run.info.status) for run in nested_runs(options)]
+    assert ended == [("torch-numpy-seed100", "FINISHED")]
+    cached = json.loads((pathlib.Path(options.out) / "runs" / "torch-numpy-seed100.json").read_text())
+    assert cached["seeds"][0]["seed"] == 100  # a rerun trains only the run that failed
+
+
+def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pathlib.Path) -> None:
+    scheduler_file = tmp_path / "scheduler.json"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    quiet = dict(env=ENV, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    scheduler = subprocess.Popen([*dask, "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                  "--scheduler-file", str(scheduler_file)], **quiet)  # fmt: skip
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2",
+                                   "--nthreads", "1", "--no-dashboard"], **quiet)  # fmt: skip
+        command = [sys.executable, "-m", "doors_gym", "compare", "--arms", "torch-numpy", "--seeds", "2", "--preset",
+                   "quick", "--total-steps", "4000", "--eval-every", "2000", "--out", str(tmp_path / "out"),
+                   "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--quiet", "--executor", "dask",
+                   "--address", address]  # fmt: skip
+        done = subprocess.run(command, env=ENV, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"runs train on the Dask cluster at {address}" in done.stdout
+    assert "registered as version 1 of doors-torch-numpy@champion" in done.stdout
+    rows = (tmp_path / "out" / "compare_seeds.csv").read_text().splitlines()[1:]
+    assert len(rows) == 2 and all(not row.endswith(",local") for row in rows)
+
+
+def test_ctrl_c_stops_the_workers_and_leaves_nothing_running(tmp_path: pathlib.Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    command = [sys.executable, "-m", "doors_gym", "compare", "--arms", "torch-numpy", "--seeds", "2", "--preset",
+               "quick", "--total-steps", "2000000", "--eval-every", "1000000", "--out", str(tmp_path / "out"),
+               "--tracking-uri", uri, "--quiet", "--no-models", "--executor", "dask", "--workers", "2"]  # fmt: skip
+    log = tmp_path / "log.txt"
+    with log.open("w") as handle:
+        process = subprocess.Popen(command, env=ENV, cwd=tmp_path, stdout=handle, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while "training 2 runs" not in log.read_text() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+        time.sleep(3.0)  # the workers are importing or training
+        os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole foreground group
+        returncode = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert returncode != 0
+    time.sleep(1.0)
+    living = subprocess.run(["ps", "-o", "stat=", "-g", str(process.pid)], capture_output=True, text=True).stdout
+    assert all(state.startswith("Z") for state in living.split()), f"processes left: {living}"
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("doors-gym-compare")
+    assert [(run.info.run_name, run.info.status) for run in client.search_runs([experiment.experiment_id])] == [
+        ("compare-quick", "KILLED")]  # fmt: skip
+
+
+def test_tune_workers_replace_a_killed_one_and_reach_the_trial_count(tmp_path: pathlib.Path) -> None:
+    import optuna
+
+    storage, uri = f"sqlite:///{tmp_path / 'optuna.db'}", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    command = [sys.executable, "-m", "doors_gym", "tune", "--arm", "torch-numpy", "--workers", "2", "--n-trials", "3",
+               "--total-steps", "8000", "--eval-every", "4000", "--hold-out-steps", "0", "--storage", storage,
+               "--tracking-uri", uri, "--no-models", "--heartbeat-interval", "1", "--grace-period", "3"]  # fmt: skip
+    process = subprocess.Popen(command, env=ENV, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)  # fmt: skip
+    killed = None
+    try:
+        deadline = time.monotonic() + 180
+        while killed is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.3)
+            try:
+                study = optuna.load_study(study_name="dqn-torch-numpy-time-to-solved", storage=storage)
+            except KeyError:  # not created yet
+                continue
+            if any(trial.state.name == "RUNNING" for trial in study.get_trials(deepcopy=False)):
+                workers = subprocess.run(["pgrep", "-g", str(process.pid), "-f", "spawn_main"], capture_output=True,
+                                         text=True).stdout.split()  # fmt: skip
+                if workers:
+                    time.sleep(0.5)  # into the trial
+                    killed = int(workers[0])
+                    os.kill(killed, signal.SIGKILL)
+        out, _ = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert killed is not None, "no worker was ever running a trial"
+    assert process.returncode == 0, out[-3000:]
+    assert "died (exit code -9)" in out and "takes its place" in out
+    study = optuna.load_study(study_name="dqn-torch-numpy-time-to-solved", storage=storage)
+    states = [trial.state.name for trial in study.trials]
+    assert states.count("COMPLETE") + states.count("PRUNED") >= 3 and "RUNNING" not in states, states
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("doors-gym-tune")
+    assert not client.search_runs([experiment.experiment_id], "attributes.status = 'RUNNING'")
