@@ -233,23 +233,12 @@ def make_runs(plan: Plan, executor: Executor | None = None) -> list[reporting.Ar
     Raises:
         RunsFailed: after the others finished, naming the runs that raised (a rerun trains only those).
     """
-    options, made, executor = plan.options, {}, executor or LocalExecutor()
-    for planned in plan.rows:
-        for run in planned.runs:
-            cached = None if options.fresh else load_cached(run)
-            if cached is not None:
-                print(f"  {planned.row.arm.name} {describe_seeds(run.seeds)}: reusing {run.cache}", flush=True)
-                made[run.cache] = cached
+    executor = executor or LocalExecutor()
+    made = finished_runs(plan, report=True)
     jobs, origins = [], {}
-    for planned in plan.rows:
-        arm = planned.row.arm
-        for run in planned.runs:
-            if run.cache not in made:
-                key = job_key(run.cache, cache_key(run.config))
-                label = f"{arm.name} {describe_seeds(run.seeds)}"
-                reference = arm.name if ARMS.is_installed(arm.name) else arm
-                jobs.append(Job(key, reference, run.config, options.models, label))
-                origins[key] = (planned.row.hyperparameters, run)
+    for planned, run, job in missing_jobs(plan, made):
+        jobs.append(job)
+        origins[job.key] = (planned.row.hyperparameters, run)
     if jobs:
         print(f"training {len(jobs)} run{'s' if len(jobs) > 1 else ''}: {describe_executor(executor)}", flush=True)
 
@@ -261,6 +250,37 @@ def make_runs(plan: Plan, executor: Executor | None = None) -> list[reporting.Ar
     if failures:
         raise RunsFailed(failures)
     return [champion_row(planned, [made[run.cache] for run in planned.runs]) for planned in plan.rows]
+
+
+def finished_runs(plan: Plan, report: bool = False) -> dict[pathlib.Path, MadeRun]:
+    """The plan's runs that finished before with the same config (none with ``fresh``), by cache file; ``report``
+    prints a line for each."""
+    made = {}
+    for planned in plan.rows:
+        for run in planned.runs:
+            cached = None if plan.options.fresh else load_cached(run)
+            if cached is not None:
+                if report:
+                    print(f"  {planned.row.arm.name} {describe_seeds(run.seeds)}: reusing {run.cache}", flush=True)
+                made[run.cache] = cached
+    return made
+
+
+def missing_jobs(
+    plan: Plan, made: dict[pathlib.Path, MadeRun] | None = None
+) -> list[tuple[PlannedRow, PlannedRun, Job]]:
+    """The job of each planned run not in ``made`` (default: the runs that finished before), with its row and run."""
+    made = finished_runs(plan) if made is None else made
+    missing = []
+    for planned in plan.rows:
+        arm = planned.row.arm
+        for run in planned.runs:
+            if run.cache not in made:
+                key = job_key(run.cache, cache_key(run.config))
+                reference = arm.name if ARMS.is_installed(arm.name) else arm
+                label = f"{arm.name} {describe_seeds(run.seeds)}"
+                missing.append((planned, run, Job(key, reference, run.config, plan.options.models, label)))
+    return missing
 
 
 def champion_row(planned: PlannedRow, made: Sequence[MadeRun]) -> reporting.ArmRuns:

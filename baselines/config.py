@@ -105,6 +105,11 @@ class Hyperparameters:
         "the network also reads the agent's row and column, and the goal's and each door's column relative to the "
         "agent's (one input each, where the cell planes give them only as relations learned cell by cell)",
     )
+    dueling: bool = field(
+        False,
+        "dueling heads: Q = V + A - mean(A), a state value and the actions' advantages from the last hidden layer "
+        "(Wang et al. 2016; where the shaping reward leaves the actions' values close together)",
+    )
     n_step: int = field(
         1, "multi-step returns: the TD target sums up to n_step discounted rewards of one episode (1: one-step DQN)"
     )
@@ -146,7 +151,7 @@ class Hyperparameters:
         norm = self.max_grad_norm
         if isinstance(norm, bool) or not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
             raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a finite number >= 0 (0: no clipping)")
-        for name in ("double_dqn", "relative_inputs"):
+        for name in ("double_dqn", "relative_inputs", "dueling"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: expected True or False")
         sizes = self.hidden_sizes
@@ -164,6 +169,8 @@ class Hyperparameters:
             extras.append(f"gradient norm clipped at {self.max_grad_norm:g}")
         if self.relative_inputs:
             extras.append("relative inputs")
+        if self.dueling:
+            extras.append("dueling heads")
         if self.n_step > 1:
             extras.append(f"{self.n_step}-step returns")
         if self.restart_prob > 0:

@@ -56,6 +56,7 @@ class QNetwork(nn.Module):
     num_inputs: int | None = None
     relative: RelativeRows | None = None
     grid_width: int = 0
+    dueling: bool = False
 
     @nn.compact
     def __call__(self, cells: jax.Array) -> jax.Array:
@@ -76,6 +77,10 @@ class QNetwork(nn.Module):
         features = nn.relu(features + bias)
         for hidden in self.hidden_sizes[1:]:
             features = nn.relu(nn.Dense(hidden)(features))
+        if self.dueling:  # the heads are named: a plain network's parameters keep their names
+            value = nn.Dense(1, name="value")(features)
+            advantage = nn.Dense(self.num_actions, name="advantage")(features)
+            return value + advantage - advantage.mean(axis=-1, keepdims=True)
         return nn.Dense(self.num_actions)(features)
 
 
@@ -293,6 +298,7 @@ def make_network(config: DQNConfig) -> QNetwork:
         num_inputs=num_inputs(params, relative) if params.random_doors or relative else None,
         relative=relative_rows(params) if relative else None,
         grid_width=params.width if relative else 0,
+        dueling=config.hyperparameters.dueling,
     )
 
 

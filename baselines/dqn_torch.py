@@ -52,6 +52,7 @@ class QNetwork(nn.Module):
         num_inputs: int | None = None,
         relative: RelativeRows | None = None,
         grid_width: int = 0,
+        dueling: bool = False,
     ) -> None:
         super().__init__()
         self.num_cells = num_cells
@@ -69,7 +70,11 @@ class QNetwork(nn.Module):
         for hidden in hidden_sizes[1:]:
             layers += [nn.Linear(width, hidden), nn.ReLU()]
             width = hidden
-        layers.append(nn.Linear(width, num_actions))
+        self.dueling = dueling
+        if dueling:  # a state value and the actions' advantages from the last hidden layer
+            self.value, self.advantage = nn.Linear(width, 1), nn.Linear(width, num_actions)
+        else:
+            layers.append(nn.Linear(width, num_actions))
         self.network = nn.Sequential(*layers)
 
     def forward(self, cells: torch.Tensor) -> torch.Tensor:
@@ -81,11 +86,19 @@ class QNetwork(nn.Module):
             features = rows[agent] + goal_rows + self.relative_features(cells, agent, goal)
             if self.has_doors:
                 features = features + rows[cells[:, 2:].long() + self.door_offsets].sum(dim=1)
-            return self.network(features + self.planes_bias)
+            return self.head(features + self.planes_bias)
         if self.has_doors:
             doors = rows[cells[:, 2:].long() + self.door_offsets].sum(dim=1)
-            return self.network(rows[agent] + goal_rows + doors + self.planes_bias)
-        return self.network(rows[agent] + goal_rows + self.planes_bias)
+            return self.head(rows[agent] + goal_rows + doors + self.planes_bias)
+        return self.head(rows[agent] + goal_rows + self.planes_bias)
+
+    def head(self, features: torch.Tensor) -> torch.Tensor:
+        """The first layer's sum -> Q-values: the hidden layers, then the output layer or the dueling heads."""
+        hidden = self.network(features)
+        if not self.dueling:
+            return hidden
+        advantage = self.advantage(hidden)
+        return self.value(hidden) + advantage - advantage.mean(dim=-1, keepdim=True)
 
 
     def relative_features(self, cells: torch.Tensor, agent: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
@@ -145,6 +158,7 @@ def make_network(config: DQNConfig) -> QNetwork:
         num_inputs=inputs,
         relative=relative_rows(params) if relative else None,
         grid_width=params.width if relative else 0,
+        dueling=config.hyperparameters.dueling,
     )
 
 

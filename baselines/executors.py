@@ -10,7 +10,9 @@ another worker after its first one died is logged once, and a SQLite store is ne
 Dask's workers are spawned processes (never forks: JAX and forks do not mix); a task whose worker dies is
 rescheduled on another (Dask's ``distributed.scheduler.allowed-failures``); a task that raises is not retried:
 the others finish and :class:`RunsFailed` names it. Each worker's threads are pinned to its share of the cores
-(:func:`~doors_gym_baselines.runtime.worker_environment`). Dask is the ``dask`` extra; nothing here imports it
+(:func:`~doors_gym_baselines.runtime.worker_environment`), and a local cluster's workers share one JAX compilation
+cache for the command's life (a program one worker compiled, another loads: in one process, as ``local`` trains,
+JAX compiles each program once anyway). Dask is the ``dask`` extra; nothing here imports it
 unless ``--executor dask`` is asked for.
 """
 
@@ -22,6 +24,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
 import socket
 import tempfile
 import time
@@ -150,6 +153,13 @@ class Failure:
     error: str
 
 
+def failed(job: Job, error: BaseException) -> Failure:
+    """The :class:`Failure` of ``job``, said in a progress line as it happens."""
+    failure = Failure(job, f"{type(error).__name__}: {first_line(error)}")
+    print(f"  {job.label}: FAILED ({failure.error})", flush=True)
+    return failure
+
+
 class RunsFailed(RuntimeError):
     """Some runs raised; the others finished (and are cached, so a rerun trains only these)."""
 
@@ -169,14 +179,16 @@ class LocalExecutor:
 
     name = LOCAL
 
+    def submit_ahead(self, jobs: Sequence[Job]) -> None:
+        """Nothing to do ahead: the runs train when :meth:`run` gets them."""
+
     def run(self, jobs: Sequence[Job], done: Done) -> list[Failure]:
         failures = []
         for job in jobs:
             try:
                 trained = train_job(job)
             except Exception as error:  # noqa: BLE001 - the other runs still train; the failure is named at the end
-                failures.append(Failure(job, f"{type(error).__name__}: {first_line(error)}"))
-                print(f"  {job.label}: FAILED ({failures[-1].error})", flush=True)
+                failures.append(failed(job, error))
                 continue
             done(job, trained)
         return failures
@@ -197,29 +209,48 @@ class DaskExecutor:
         self.address = address
         self._client: Any = None
         self._cluster: Any = None
+        self._ahead: dict[str, Any] = {}
+        self._cache: str | None = None
 
     def client(self) -> Any:
         """The Dask client, connected on first use (starting the local cluster if there is no address)."""
         if self._client is None:
+            import dask
             from distributed import Client, LocalCluster
 
-            from .runtime import available_cores, worker_environment
+            from .runtime import JAX_CACHE_VARIABLE, available_cores, worker_environment
 
             if self.address is None:
                 count = self.workers or available_cores()
                 share = max(1, available_cores() // count)
-                self._cluster = LocalCluster(
-                    n_workers=count,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=None,
-                    silence_logs=40,  # logging.ERROR: a worker's restarts are told by the driver's own lines
-                    env=worker_environment(share),
-                )
+                environment = worker_environment(share)
+                if not os.environ.get(JAX_CACHE_VARIABLE):  # the workers compile each program once between them
+                    self._cache = tempfile.mkdtemp(prefix="doors-gym-jax-cache-")
+                    environment[JAX_CACHE_VARIABLE] = self._cache
+                with dask.config.set({SPAWN_ENVIRONMENT: spawn_environment()}):
+                    self._cluster = LocalCluster(
+                        n_workers=count,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                        silence_logs=40,  # logging.ERROR: a worker's restarts are told by the driver's own lines
+                        env=environment,
+                    )
                 self._client = Client(self._cluster)
             else:
                 self._client = Client(self.address)
         return self._client
+
+    def submit(self, job: Job) -> Any:
+        """``job`` sent to the cluster: its future."""
+        return self.client().submit(train_job, job, key=job.key, pure=False)
+
+    def submit_ahead(self, jobs: Sequence[Job]) -> None:
+        """Sends ``jobs`` to the cluster now, so that its workers stay busy while the driver records what came
+        before (a ladder sends every level's runs at its start); :meth:`run` then waits for them."""
+        for job in jobs:
+            if job.key not in self._ahead:
+                self._ahead[job.key] = self.submit(job)
 
     def run(self, jobs: Sequence[Job], done: Done) -> list[Failure]:
         if not jobs:
@@ -227,15 +258,16 @@ class DaskExecutor:
         from distributed import as_completed
 
         client = self.client()
-        futures = {client.submit(train_job, job, key=job.key, pure=False): job for job in jobs}
+        futures = {}
+        for job in jobs:
+            future = self._ahead.pop(job.key, None)
+            futures[self.submit(job) if future is None else future] = job
         failures = []
         try:
             for future in as_completed(futures):
                 job = futures[future]
                 if future.status == "error":
-                    error = future.exception()
-                    failures.append(Failure(job, f"{type(error).__name__}: {first_line(error)}"))
-                    print(f"  {job.label}: FAILED ({failures[-1].error})", flush=True)
+                    failures.append(failed(job, future.exception()))
                     continue
                 done(job, future.result())
         finally:
@@ -244,11 +276,34 @@ class DaskExecutor:
 
     def close(self) -> None:
         """Disconnects; stops the local cluster's workers if this executor started them."""
+        self._ahead.clear()
         if self._client is not None:
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()
-        self._client = self._cluster = None
+        if self._cache is not None:
+            shutil.rmtree(self._cache, ignore_errors=True)
+        self._client = self._cluster = self._cache = None
+
+
+SPAWN_ENVIRONMENT = "distributed.nanny.pre-spawn-environ"
+"""Dask's setting of the environment its nanny gives a worker process before it starts."""
+
+
+def spawn_environment() -> dict[str, Any]:
+    """Dask's pre-spawn environment without ``MALLOC_TRIM_THRESHOLD_``.
+
+    Dask sets it (to 64 KiB) so that workers hand freed memory back to the system; any fixed trim threshold also
+    switches off glibc's dynamic mmap threshold, so every allocation above 128 KiB is mapped and unmapped afresh.
+    The runs allocate such arrays every step at the larger levels (a 63 x 63 level's observations): a quick
+    ladder's runs took 2.6-2.8x their local time in a worker with it, the same time without it
+    (``benchmarks/results/executors/``).
+    """
+    import dask
+
+    environment = dict(dask.config.get(SPAWN_ENVIRONMENT))
+    environment.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return environment
 
 
 Executor = LocalExecutor | DaskExecutor

@@ -27,7 +27,7 @@ from doors_gym.levels import LEVEL_NAMES, get_level
 from . import tracking
 from .arms import ARMS
 from . import compare as comparison  # looked up when a level runs (a test's stand-in for compare reaches it)
-from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, load_cached
+from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, load_cached, missing_jobs
 from .compare import plan as plan_comparison
 from .config import RunSettings, check_at_least, check_choice, field
 from .executors import Executor
@@ -250,6 +250,8 @@ def ladder(options: LadderOptions, run: RunSettings | None = None, executor: Exe
     """Climbs the ladder: one comparison per level (resumed from ``<out>/<level>/runs``; its runs made by
     ``executor``, default one after another here), then the table and the plot across the levels under ``out``."""
     rows: list[LadderRow] = []
+    if executor is not None and not options.report_only:  # a cluster's workers start on every level's runs at once
+        executor.submit_ahead([job for level in plan(options) for *_, job in missing_jobs(plan_comparison(level, run))])
     for level_options in plan(options):
         print(f"== level {level_options.level} ({get_level(level_options.level).env_id} and its JAX twin)", flush=True)
         if options.report_only:

@@ -65,7 +65,8 @@ def compare_rows(local: pathlib.Path, spread: pathlib.Path) -> list[str]:
 
 
 def runs_by_status(out: pathlib.Path) -> tuple[dict[str, int], dict[str, int]]:
-    """The MLflow store under ``out``: nested runs by (name, status) count, and parent runs by name."""
+    """The MLflow store under ``out``: the count of nested runs by parent, name and status, and of parent runs by
+    name and status."""
     import mlflow
 
     client = mlflow.MlflowClient(f"sqlite:///{out.resolve()}/mlflow.db")
@@ -76,6 +77,7 @@ def runs_by_status(out: pathlib.Path) -> tuple[dict[str, int], dict[str, int]]:
         parent = run.data.tags.get("mlflow.parentRunId")
         table = nested if parent else parents
         name = f"{run.info.run_name} {run.info.status}"
+        name = f"{parent[:8]}/{name}" if parent else name
         table[name] = table.get(name, 0) + 1
     return nested, parents
 

@@ -48,9 +48,11 @@ EXPLORATION = (
     Range("restart_prob", 0.0, 1.0),
     Range("restart_fraction", 0.1, 1.0),
     Range("relative_inputs", choices=(False, True)),
+    Range("dueling", choices=(False, True)),
 )
 """Directed exploration, searched where each episode draws its doors (the larger levels'): multi-step returns,
-exploring starts and their decay, and the relative inputs. A study of ``Doors-v0`` leaves them off."""
+exploring starts and their decay, the relative inputs and the dueling heads. A study of ``Doors-v0`` leaves them
+off."""
 
 Space = Sequence[Range]
 """A search space: its coordinates, in the order a trial samples them."""

@@ -228,3 +228,42 @@ def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_n
         want = hidden @ np.asarray(weights["Dense_0"]["kernel"]) + np.asarray(weights["Dense_0"]["bias"])
         got = network.apply({"params": weights}, cells)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_dueling_heads_give_the_same_q_values_in_torch_and_flax(relative):
+    """``dueling``: Q = V + A - mean(A) from the last hidden layer; the torch network given the Flax network's
+    weights computes the same Q-values, and a plain network keeps its parameters' names (its files still load)."""
+    torch = needs("torch")
+    needs("flax")
+    import gymnasium as gym
+
+    from doors_gym.levels import get_level
+    from doors_gym_baselines import cells as cell_codes
+    from doors_gym_baselines import dqn_flax, dqn_torch
+    from doors_gym_baselines.config import level_run
+
+    level = get_level("3Walls")
+    config = DQNConfig.of(**level_run(level), hidden_sizes=(16, 8), relative_inputs=relative, dueling=True)
+    cells = cell_codes.encode(gym.make_vec(level.env_id, 8).reset(seed=1)[0], level.params())
+    flax_network = dqn_flax.make_network(config)
+    weights = dqn_flax.init_params(flax_network, jax.random.key(3))["params"]
+    assert {"value", "advantage"} <= set(weights) and "Dense_1" not in weights
+    plain = dqn_flax.init_params(dqn_flax.make_network(config.replace(dueling=False)), jax.random.key(3))["params"]
+    assert set(plain) == {"planes_kernel", "planes_bias", "Dense_0", "Dense_1"}
+    torch_network = dqn_torch.make_network(config)
+    linear = lambda layer: {"weight": np.asarray(layer["kernel"]).T, "bias": np.asarray(layer["bias"])}  # noqa: E731
+    state = {"planes_weight": np.asarray(weights["planes_kernel"]), "planes_bias": np.asarray(weights["planes_bias"])}
+    state.update({f"network.1.{key}": value for key, value in linear(weights["Dense_0"]).items()})
+    for head in ("value", "advantage"):
+        state.update({f"{head}.{key}": value for key, value in linear(weights[head]).items()})
+    torch_network.load_state_dict({key: torch.tensor(np.array(value)) for key, value in state.items()})
+    with torch.no_grad():
+        got = torch_network(torch.as_tensor(cells)).numpy()
+    want = np.asarray(flax_network.apply({"params": weights}, cells))
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    _, captured = flax_network.apply({"params": weights}, cells, capture_intermediates=True)
+    hidden = np.maximum(np.asarray(captured["intermediates"]["Dense_0"]["__call__"][0]), 0)
+    value, advantage = (hidden @ np.asarray(weights[head]["kernel"]) + np.asarray(weights[head]["bias"])
+                        for head in ("value", "advantage"))  # fmt: skip
+    np.testing.assert_allclose(want, value + advantage - advantage.mean(axis=1, keepdims=True), atol=1e-5)
