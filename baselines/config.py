@@ -113,6 +113,12 @@ class Hyperparameters:
     n_step: int = field(
         1, "multi-step returns: the TD target sums up to n_step discounted rewards of one episode (1: one-step DQN)"
     )
+    step_cost: float = field(
+        0.0,
+        "a training-only cost per step, taken off the reward the learner stores (the env's reward, the rolling reward "
+        "and evaluation are untouched): waiting, or pushing into an edge, then costs more than (1 - gamma) of a "
+        "state's value (0: off)",
+    )
     restart_prob: float = field(
         0.0,
         "exploring starts: the probability that a training episode starts with the agent anywhere (env reset "
@@ -148,6 +154,9 @@ class Hyperparameters:
             value = getattr(self, name)
             if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
                 raise ValueError(f"{name}={value!r} is out of range: expected a number in (0, 1]")
+        cost = self.step_cost
+        if isinstance(cost, bool) or not (isinstance(cost, (int, float)) and 0.0 <= cost <= 1.0):
+            raise ValueError(f"step_cost={cost!r} is out of range: expected a number in [0, 1] (0: off)")
         norm = self.max_grad_norm
         if isinstance(norm, bool) or not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
             raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a finite number >= 0 (0: no clipping)")
@@ -171,6 +180,8 @@ class Hyperparameters:
             extras.append("relative inputs")
         if self.dueling:
             extras.append("dueling heads")
+        if self.step_cost > 0:
+            extras.append(f"step cost {self.step_cost:g} in training")
         if self.n_step > 1:
             extras.append(f"{self.n_step}-step returns")
         if self.restart_prob > 0:

@@ -132,7 +132,8 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
         # slice per field, in place, where a per-seed cursor made it a scatter over seeds.
         start = (iteration_index * num_envs) % hyper.buffer_size
         ended = truncated if hyper.n_step > 1 else None  # a multi-step return stops at any episode end
-        buffer = add(runner.buffer, runner.env_state, actions, reward, info["final_state"], terminated, start, ended)
+        learned = reward - hyper.step_cost if hyper.step_cost else reward  # the env's reward is tracked
+        buffer = add(runner.buffer, runner.env_state, actions, learned, info["final_state"], terminated, start, ended)
         new_distance = jax.vmap(distance)(env_state)
         episodes = track(runner.episodes, reward, terminated, truncated, new_distance, window, restarted)
         env_state, episodes = keep(runner.frozen, (runner.env_state, runner.episodes), (env_state, episodes))

@@ -82,43 +82,44 @@ def runs_by_status(out: pathlib.Path) -> tuple[dict[str, int], dict[str, int]]:
     return nested, parents
 
 
-def killed_worker_probe(out: pathlib.Path, workers: int) -> str:
-    """The dask ladder with one worker process SIGKILLed 20 s in: rc, and how the nested runs ended."""
+def kill_midway(out: pathlib.Path, workers: int, seconds: float, driver: bool) -> subprocess.CompletedProcess | int:
+    """Starts the dask ladder into ``out`` and SIGKILLs, ``seconds`` in, one worker process (``driver`` False: the
+    ladder goes on; its return code) or the driver with its cluster (then reruns it; the rerun's process)."""
     out.mkdir(parents=True, exist_ok=True)
     command = ladder_command(out, ["--executor", "dask", "--workers", str(workers)])
     with (out / "log.txt").open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=ENV, start_new_session=True)
-        time.sleep(20)
-        children = subprocess.run(["pgrep", "-g", str(process.pid), "-f", "spawn_main"], capture_output=True,
-                                  text=True).stdout.split()  # fmt: skip
-        os.kill(int(children[0]), signal.SIGKILL)
+        time.sleep(seconds)
+        if driver:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            children = subprocess.run(["pgrep", "-g", str(process.pid), "-f", "spawn_main"], capture_output=True,
+                                      text=True).stdout.split()  # fmt: skip
+            os.kill(int(children[0]), signal.SIGKILL)
         returncode = process.wait()
-    nested, parents = runs_by_status(out)
-    twice = {name: count for name, count in nested.items() if count > 1}
-    return (
-        f"worker SIGKILLed 20 s in: rc {returncode}; nested runs {sum(nested.values())}, all FINISHED: "
-        f"{all(name.endswith('FINISHED') for name in nested)}, none twice: {not twice}; parents {parents}"
-    )
-
-
-def killed_driver_probe(out: pathlib.Path, workers: int) -> str:
-    """The dask ladder SIGKILLed (the driver and its cluster) 60 s in, then rerun: what was reused, the parents."""
-    out.mkdir(parents=True, exist_ok=True)
-    command = ladder_command(out, ["--executor", "dask", "--workers", str(workers)])
-    with (out / "killed.txt").open("w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=ENV, start_new_session=True)
-        time.sleep(60)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    if not driver:
+        return returncode
     done = subprocess.run(command, capture_output=True, text=True, env=ENV)
     (out / "rerun.txt").write_text(done.stdout + done.stderr)
-    reused = done.stdout.count("reusing")
-    nested, parents = runs_by_status(out)
-    twice = {name: count for name, count in nested.items() if count > 1}
-    return (
-        f"driver SIGKILLed 60 s in, rerun: rc {done.returncode}; {reused} runs reused; nested runs "
-        f"{sum(nested.values())}, none FINISHED twice: {not twice}; parents {parents}"
-    )
+    return done
+
+
+def fault_probes(out: pathlib.Path, workers: int) -> list[str]:
+    """A worker SIGKILLed 20 s in, and the driver SIGKILLed 60 s in and rerun: how the runs ended in MLflow."""
+    lines = []
+    for name, seconds, driver in (("killed-worker", 20, False), ("killed-driver", 60, True)):
+        outcome = kill_midway(out / name, workers, seconds, driver)
+        nested, parents = runs_by_status(out / name)
+        twice = [run for run, count in nested.items() if count > 1]
+        what = "driver SIGKILLed 60 s in, then rerun" if driver else "a worker SIGKILLed 20 s in"
+        returncode = outcome.returncode if driver else outcome
+        reused = f", {outcome.stdout.count('reusing')} runs reused by the rerun" if driver else ""
+        lines.append(
+            f"- {what}: rc {returncode}{reused}; nested runs {sum(nested.values())}, all FINISHED: "
+            f"{all(run.endswith('FINISHED') for run in nested)}, none twice under a parent: {not twice}; "
+            f"parent runs {parents}"
+        )
+    return lines
 
 
 def main() -> None:
@@ -144,8 +145,7 @@ def main() -> None:
         *compare_rows(out / "local", out / "dask"),
     ]
     if not args.skip_probes:
-        lines += ["", "- " + killed_worker_probe(out / "killed-worker", args.workers)]
-        lines += ["- " + killed_driver_probe(out / "killed-driver", args.workers)]
+        lines += ["", *fault_probes(out, args.workers)]
     print("\n".join(lines))
 
 

@@ -88,6 +88,7 @@ class Rollout:
             gamma=hyper.gamma,
         )
         self.restarts = config.restarts
+        self.step_cost = hyper.step_cost
         self.tracker = EpisodeTracker(self.num_envs, run.rolling_episodes)
         self.rng = np.random.default_rng(run.seed)
         obs, info = self.envs.reset(seed=run.seed)
@@ -124,8 +125,9 @@ class Rollout:
         valid = ~self.previous_done
         envs = np.flatnonzero(valid)
         done = terminated | truncated
+        learned = rewards[valid] - self.step_cost if self.step_cost else rewards[valid]  # the env's reward is tracked
         self.buffer.add(
-            self.cells[valid], actions[valid], rewards[valid], next_cells[valid], terminated[valid], envs, done[valid]
+            self.cells[valid], actions[valid], learned, next_cells[valid], terminated[valid], envs, done[valid]
         )
         finished = self.tracker.record(rewards, terminated, truncated, valid)
         self.tracker.start(self.previous_done, info["distance"])

@@ -49,10 +49,11 @@ EXPLORATION = (
     Range("restart_fraction", 0.1, 1.0),
     Range("relative_inputs", choices=(False, True)),
     Range("dueling", choices=(False, True)),
+    Range("step_cost", 0.0, 0.2),
 )
 """Directed exploration, searched where each episode draws its doors (the larger levels'): multi-step returns,
-exploring starts and their decay, the relative inputs and the dueling heads. A study of ``Doors-v0`` leaves them
-off."""
+exploring starts and their decay, the relative inputs, the dueling heads and a training-only step cost. A study of
+``Doors-v0`` leaves them off."""
 
 Space = Sequence[Range]
 """A search space: its coordinates, in the order a trial samples them."""

@@ -267,3 +267,43 @@ def test_dueling_heads_give_the_same_q_values_in_torch_and_flax(relative):
     value, advantage = (hidden @ np.asarray(weights[head]["kernel"]) + np.asarray(weights[head]["bias"])
                         for head in ("value", "advantage"))  # fmt: skip
     np.testing.assert_allclose(want, value + advantage - advantage.mean(axis=1, keepdims=True), atol=1e-5)
+
+
+def test_a_step_cost_comes_off_the_stored_reward_only():
+    """``step_cost``: the host loop stores each transition's reward less the cost; the episodes' figures (the rolling
+    reward) keep the env's reward."""
+    from doors_gym_baselines.harness.loop import Rollout
+
+    config = DQNConfig.of(num_envs=4, total_steps=4_000, step_cost=0.25, seed=2)
+    rollout = Rollout(config, Stays())
+    taken = []
+    for _ in range(30):
+        actions = rollout.act(epsilon=1.0)  # random moves: rewards of either sign
+        stepped = rollout.envs.step(actions)
+        taken.append(np.asarray(stepped[1], np.float32))
+        rollout.store(actions, *stepped)
+    rewards = np.concatenate(taken)  # no episode ends in 30 steps: every transition is stored, in env order per step
+    np.testing.assert_allclose(rollout.buffer.rewards[: rollout.buffer.size], rewards - 0.25, atol=1e-6)
+    assert np.abs(rewards).max() > 0  # the moves changed the distance
+    np.testing.assert_allclose(rollout.tracker.returns.sum(), rewards.sum(), rtol=1e-5)
+
+
+def test_the_scan_stores_the_reward_less_the_step_cost_and_tracks_the_envs():
+    from doors_gym_baselines.dqn_flax_scan import make_train
+
+    needs("flax")
+    runners = []
+    for cost in (0.0, 0.3):
+        config = DQNConfig.of(num_envs=4, total_steps=4_000, buffer_size=1_024, batch_size=32, learning_starts=3_000,
+                              step_cost=cost, seed=3)  # fmt: skip
+        scan = make_train(config)
+        runner = jax.jit(scan.init)(jax.random.key(3))
+        runners.append(jax.jit(scan.run_chunk)(runner, jax.numpy.int32(0))[0])  # no update yet: the same moves
+    plain, costly = runners
+    stored = scan.iterations_per_chunk * 4
+    rewards = np.asarray(plain.buffer.reward)[:stored]
+    assert np.abs(rewards).max() > 0 and stored <= 1_024  # moves were stored, none written over
+    np.testing.assert_allclose(np.asarray(costly.buffer.reward)[:stored], rewards - 0.3, atol=1e-6)
+    tracked = np.asarray(plain.episodes.running_return)
+    assert np.abs(tracked).max() > 0
+    np.testing.assert_array_equal(np.asarray(costly.episodes.running_return), tracked)  # the env's reward
