@@ -39,10 +39,11 @@ import doors_gym
 from doors_gym.levels import LEVEL_NAMES, STUDY
 
 from . import reporting, tracking
+from .reporting import best_seed
 from .arm import ArmProtocol
 from .arms import ARMS, get_arm
 from .config import Config, DQNConfig, RunSettings, at_level, check_at_least, check_choice, field
-from .metrics import TrainResult, first_window, solved_since
+from .metrics import TrainResult
 from .presets import (
     RUN_FIELDS,
     SHARED,
@@ -335,53 +336,6 @@ def file_logger(arm: ArmProtocol, path: pathlib.Path) -> Any:
     return log_one
 
 
-def seed_runs(result: TrainResult, seeds: Sequence[int], host: str = "", worker: str = "") -> list[reporting.SeedRun]:
-    """Each seed's figures and curve (trained by ``host``'s ``worker``); seeds trained together share the wall
-    clock, split evenly.
-
-    So does their time to solved: a seed's is the run's clock when it was
-    solved (through the hold-out window) divided by the seeds of the run.
-    """
-    runs = []
-    for index, seed in enumerate(seeds):
-        curve = tuple(
-            reporting.CurvePoint(
-                seconds=row.seconds,
-                step=row.step,
-                rolling_reward=row.per_seed[index].rolling_reward,
-                greedy_step_reward=row.per_seed[index].greedy_step_reward,
-            )
-            for row in result.history
-        )
-        hold_out = result.config.run.hold_out_steps
-        if len(seeds) == 1:
-            solved_row = solved_since(result.history, hold_out, seed=index)
-        else:  # where its own run would have stopped (the run goes on until every seed is solved)
-            solved_row = first_window(result.history, hold_out, index)
-        solved_at = math.nan if solved_row is None else solved_row.seconds / len(seeds)
-        final = result.history[-1].per_seed[index]
-        runs.append(
-            reporting.SeedRun(
-                seed=seed,
-                wall_seconds=result.wall_seconds / len(seeds),
-                seconds_to_solved=solved_at,
-                steps_to_solved=math.nan if solved_row is None else float(solved_row.step),
-                rolling_reward=final.rolling_reward,
-                greedy_success_rate=final.greedy_success_rate,
-                greedy_normalised_return=final.greedy_normalised_return,
-                greedy_step_reward=final.greedy_step_reward,
-                curve=curve,
-                phases={name: value / len(seeds) for name, value in result.timings.as_dict().items()},
-                updates=result.updates // len(seeds),
-                env_steps=result.env_steps // len(seeds),
-                solved_reward=final.solved_reward,
-                host=host,
-                worker=worker,
-            )
-        )
-    return runs
-
-
 def cache_key(config: Config) -> dict[str, Any]:
     """What decides a run's outcome: the config without its display and compilation-cache settings."""
     values = config.to_dict()
@@ -401,12 +355,6 @@ def load_cached(planned: PlannedRun) -> MadeRun | None:
     if saved.get("config") != cache_key(planned.config):
         return None
     return MadeRun([reporting.SeedRun.from_dict(seed) for seed in saved["seeds"]], saved.get("model_uri"))
-
-
-def best_seed(runs: Sequence[reporting.SeedRun]) -> int:
-    """The index of the best seed: solved first, then greedy per-step reward, then rolling reward."""
-    scores = [(run.solved, run.greedy_step_reward, run.rolling_reward) for run in runs]
-    return max(range(len(runs)), key=scores.__getitem__)
 
 
 def describe_seeds(seeds: Sequence[int]) -> str:

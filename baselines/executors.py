@@ -117,7 +117,7 @@ class Trained:
 def train_job(job: Job) -> Trained:
     """Trains ``job`` wherever it runs (this process, or a Dask worker) and packs what the driver records."""
     from .arms import get_arm
-    from .compare import best_seed, seed_runs
+    from .reporting import best_seed, seed_runs
 
     host, worker = socket.gethostname(), worker_name()
     arm = get_arm(job.arm) if isinstance(job.arm, str) else job.arm

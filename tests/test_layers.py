@@ -26,7 +26,7 @@ LAYERS = (
     ("arms", "presets"),
     ("serving", "pyfunc_entry"),
     ("tracking",),
-    ("reporting", "tuning", "enjoy"),
+    ("reporting", "tuning", "enjoy", "executors"),
     ("compare",),
     ("ladder",),
     ("cli", "__main__"),

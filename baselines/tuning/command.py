@@ -20,7 +20,7 @@ from typing import Any
 
 from doors_gym.levels import STUDY
 
-from .. import tracking
+from .. import runtime, tracking
 from ..arm import ArmProtocol
 from ..arms import get_arm
 from ..config import Config, RunSettings, describe_hyperparameters, make_config
@@ -66,7 +66,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
         parent = study_parent_run(options, arm, run)
         mark_killed_runs(study)
         if options.workers > 1:
-            run_workers(options, run, base_config.hyperparameters, study)
+            run_workers(options, run, base_config.hyperparameters, study, tune_worker)
         remaining = options.n_trials - len(finished_trials(study)) if options.workers == 1 else 0
         with mlflow.start_run(run_id=parent):
             mlflow.set_tag(tracking.PROCESS_TAG, tracking.this_process())  # this worker holds it open now
@@ -86,6 +86,13 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
     if options.summary_out:
         write_study_summary(study, options.summary_out)
     return study
+
+
+def tune_worker(options: TuneOptions, run: RunSettings, base: Any) -> None:
+    """A worker that ``tune --workers`` started (:mod:`.workers`): the study's trials until it has its count (the plots
+    and the preset are the command's)."""
+    with runtime.command():
+        tune(options, run, base)
 
 
 def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Any) -> Any:

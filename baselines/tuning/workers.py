@@ -1,7 +1,7 @@
 """``doors-gym tune --workers N``: N worker processes on one study, started and watched by the command.
 
 Each worker is a process of its own (spawned, never forked: JAX and forks do not mix) that runs
-:func:`~doors_gym_baselines.tuning.command.tune` on the study with an index of its own (``--worker`` on), its
+:func:`~doors_gym_baselines.tuning.command.tune_worker` on the study with an index of its own (``--worker`` on), its
 threads held to its share of the cores (:func:`~doors_gym_baselines.runtime.worker_environment`). The study's
 trial count is shared (Optuna's ``MaxTrialsCallback`` in every worker counts the study's finished trials), so
 the workers stop together. A worker that dies (``kill -9``, out of memory) is replaced by a new one with the next
@@ -20,22 +20,14 @@ import dataclasses
 import multiprocessing
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..runtime import available_cores, command, worker_environment
+from ..runtime import available_cores, worker_environment
 from .study import finished_trials
 
 WATCH_SECONDS = 1.0
 """How often the command looks at its workers."""
-
-
-def tune_worker(options: Any, run: Any, base: Any) -> None:
-    """One started worker: the study's trials until it has its count (no plots or preset: the command's)."""
-    from .command import tune
-
-    with command():
-        tune(options, run, base)
 
 
 @contextlib.contextmanager
@@ -53,10 +45,10 @@ def environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def run_workers(options: Any, run: Any, base: Any, study: Any) -> None:
-    """Starts ``options.workers`` worker processes on the study and watches them until none is left: a worker that
-    died while the study still needs trials is replaced (at most twice the workers over the command's life).
-    Ctrl-C stops them all."""
+def run_workers(options: Any, run: Any, base: Any, study: Any, worker_main: Callable[..., None]) -> None:
+    """Starts ``options.workers`` worker processes on the study, each running ``worker_main(options, run, base)``
+    with its own options, and watches them until none is left: a worker that died while the study still needs
+    trials is replaced (at most twice the workers over the command's life). Ctrl-C stops them all."""
     context = multiprocessing.get_context("spawn")
     share = max(1, available_cores() // options.workers)
     first = options.worker
@@ -66,7 +58,7 @@ def run_workers(options: Any, run: Any, base: Any, study: Any) -> None:
             options, worker=first + index, workers=1, report=False, confirm_top=0, preset_out=None, summary_out=None
         )
         with environment(worker_environment(share)):
-            process = context.Process(target=tune_worker, args=(worker, run, base), name=f"doors-gym-tune-{index}")
+            process = context.Process(target=worker_main, args=(worker, run, base), name=f"doors-gym-tune-{index}")
             process.start()
         return process
 

@@ -171,12 +171,16 @@ def test_ctrl_c_stops_the_workers_and_leaves_nothing_running(tmp_path: pathlib.P
         process = subprocess.Popen(command, env=ENV, cwd=tmp_path, stdout=handle, stderr=subprocess.STDOUT,
                                    start_new_session=True)  # fmt: skip
     try:
+        def workers() -> list[str]:
+            found = subprocess.run(["pgrep", "-g", str(process.pid), "-f", "spawn_main"], capture_output=True, text=True)
+            return found.stdout.split()
+
         deadline = time.monotonic() + 120
-        while "training 2 runs" not in log.read_text() and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.2)
-        time.sleep(3.0)  # the workers are importing or training
+        while len(workers()) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)  # the cluster is started once both worker processes run
+        time.sleep(5.0)  # the workers are importing or training
         os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole foreground group
-        returncode = process.wait(timeout=60)
+        returncode = process.wait(timeout=120)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

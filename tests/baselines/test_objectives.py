@@ -54,7 +54,7 @@ def test_a_seed_trained_with_others_is_solved_where_its_own_run_would_have_stopp
 def test_each_seed_reports_its_env_steps_to_solved_beside_its_seconds() -> None:
     from types import SimpleNamespace
 
-    from doors_gym_baselines.compare import seed_runs
+    from doors_gym_baselines.reporting import seed_runs
     from doors_gym_baselines.metrics import Timings
 
     alone = curve((10, 1.0, UNSOLVED), (20, 2.5, SOLVED), (30, 3.0, SOLVED))
