@@ -161,6 +161,10 @@ def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pat
     assert len(rows) == 2 and all(not row.endswith(",local") for row in rows)
 
 
+def default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_workers_and_leaves_nothing_running(tmp_path: pathlib.Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     command = [sys.executable, "-m", "doors_gym", "compare", "--arms", "torch-numpy", "--seeds", "2", "--preset",
@@ -168,8 +172,9 @@ def test_ctrl_c_stops_the_workers_and_leaves_nothing_running(tmp_path: pathlib.P
                "--tracking-uri", uri, "--quiet", "--no-models", "--executor", "dask", "--workers", "2"]  # fmt: skip
     log = tmp_path / "log.txt"
     with log.open("w") as handle:
+        # Ctrl-C's default: a test runner's worker (pytest-xdist's) may ignore SIGINT, and a child inherits that.
         process = subprocess.Popen(command, env=ENV, cwd=tmp_path, stdout=handle, stderr=subprocess.STDOUT,
-                                   start_new_session=True)  # fmt: skip
+                                   start_new_session=True, preexec_fn=default_sigint)  # fmt: skip
     try:
         def workers() -> list[str]:
             found = subprocess.run(["pgrep", "-g", str(process.pid), "-f", "spawn_main"], capture_output=True, text=True)
