@@ -7,7 +7,8 @@ themselves, declared with :func:`field`), its search space (:class:`Range`, in t
 :class:`Config`: ``config.hyperparameters`` its own, ``config.run`` the :class:`RunSettings` every run shares
 (task, budget, seeds, evaluation). It evaluates through :class:`EvaluationSchedule` (every ``eval_every``
 env steps, reports to ``trial``, the stop when solved), makes each evaluation's row with :func:`history_row`
-from :class:`Evaluation` and :class:`TrainingFigures`, and returns :func:`finish`'s :class:`TrainResult`.
+from :class:`Evaluation` and :class:`TrainingFigures`, and returns :func:`finish`'s :class:`TrainResult`
+(:meth:`EvaluationSchedule.finish`: the final evaluation and the time spent evaluating added).
 :func:`encode` finds the agent's and the goal's cells of grid observations (:data:`HIDDEN` where a cell is
 hidden: the goal under the agent). :func:`torch_threads` and :func:`jax_compilation_cache` apply the run settings
 of the same names (``config.run.torch_threads``, ``config.run.jax_cache``) around an arm's training.

@@ -6,7 +6,10 @@ fault probes of the Dask executor: a worker SIGKILLed mid-run, and the driver SI
 
 Each executor runs the whole quick ladder in a process of its own, into its own folder and MLflow store, one
 after the other (never both at once); the table compares their rows (seeds solved, env steps to solved, final
-rolling reward) and their wall times. Run it with nothing else on the machine: the ratio is the figure.
+rolling reward), their wall times and the CPU seconds of the command and its processes (a local cluster's workers
+included). Run it with nothing else on the machine: the ratio is the figure. The local command's CPU seconds over
+the machine's cores bound what any executor can reach on the same work here ("floor"): a ladder whose local run
+already keeps more than one core busy cannot be spread below that share of its wall time.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import csv
 import os
 import pathlib
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -30,13 +34,16 @@ def ladder_command(out: pathlib.Path, executor: list[str]) -> list[str]:
             f"sqlite:///{out.resolve()}/mlflow.db", "--quiet", *executor]  # fmt: skip
 
 
-def timed_ladder(out: pathlib.Path, executor: list[str]) -> float:
-    """Runs the quick ladder; its wall seconds."""
+def timed_ladder(out: pathlib.Path, executor: list[str]) -> tuple[float, float]:
+    """Runs the quick ladder; its wall seconds and the CPU seconds (user and system) of it and its processes."""
     out.mkdir(parents=True, exist_ok=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with (out / "log.txt").open("w") as log:
         subprocess.run(ladder_command(out, executor), check=True, stdout=log, stderr=subprocess.STDOUT, env=ENV)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def seed_rows(out: pathlib.Path) -> dict[tuple[str, str, str], dict[str, str]]:
@@ -129,16 +136,22 @@ def main() -> None:
     parser.add_argument("--skip-probes", action="store_true")
     args = parser.parse_args()
     out = pathlib.Path(args.out)
-    local = timed_ladder(out / "local", [])
-    spread = timed_ladder(out / "dask", ["--executor", "dask", "--workers", str(args.workers)])
+    (local, local_cpu) = timed_ladder(out / "local", [])
+    (spread, spread_cpu) = timed_ladder(out / "dask", ["--executor", "dask", "--workers", str(args.workers)])
+    cores = os.cpu_count() or 1
     lines = [
-        f"`doors-gym ladder --quick`, {platform.machine()} with {os.cpu_count()} cores, torch threads 1 per run "
+        f"`doors-gym ladder --quick`, {platform.machine()} with {cores} cores, torch threads 1 per run "
         f"(both), local: the driver's process; dask: a LocalCluster of {args.workers} workers, 1 thread each",
         "",
-        "| executor | wall s | ratio |",
-        "|---|---:|---:|",
-        f"| local | {local:.0f} | 1.00 |",
-        f"| dask, {args.workers} workers | {spread:.0f} | {spread / local:.2f} |",
+        "| executor | wall s | ratio | CPU s | cores busy |",
+        "|---|---:|---:|---:|---:|",
+        f"| local | {local:.0f} | 1.00 | {local_cpu:.0f} | {local_cpu / local:.2f} |",
+        f"| dask, {args.workers} workers | {spread:.0f} | {spread / local:.2f} | {spread_cpu:.0f} "
+        f"| {spread_cpu / spread:.2f} |",
+        "",
+        f"Floor on this machine: the local command's CPU seconds over {cores} cores, {local_cpu / cores:.0f} s, "
+        f"a ratio of {local_cpu / cores / local:.2f}; the dask command's own, {spread_cpu / cores:.0f} s "
+        f"({spread_cpu / cores / local:.2f}).",
         "",
         "| level | row | rolling reward local / dask | greedy success local / dask | dask worker | figures |",
         "|---|---|---|---|---|---|",

@@ -91,22 +91,21 @@ def _scan(body: Callable[[Any, None], tuple[Any, None]], carry: Any, num_steps: 
     return jax.lax.scan(body, carry, None, length=num_steps)[0]
 
 
-def _doors_key_per_env(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
-    """The pure API in ``scan(vmap(step))`` with a key split per env per step."""
+def _vmapped_steps(
+    reset: Callable[..., Any], step: Callable[..., Any], params: Any, num_actions: int, num_envs: int, num_steps: int
+) -> Callable[[Any], Any]:
+    """A gymnax-style pure API (``reset(key, params)``, ``step(key, state, action, params)``) in
+    ``scan(vmap(step))`` with a key split per env per step."""
     import jax
 
-    from doors_gym.jax import functional as F
-
-    params = F.DEFAULT_PARAMS
-
     def run(key: Any) -> Any:
-        obs, state = jax.vmap(F.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+        obs, state = jax.vmap(reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)
 
         def body(carry: Any, _: None) -> tuple[Any, None]:
             obs, state, key = carry
             key, action_key, step_key = jax.random.split(key, 3)
-            actions = random_actions(action_key, num_envs, 5)
-            obs, state, *_ = jax.vmap(F.step, in_axes=(0, 0, 0, None))(
+            actions = random_actions(action_key, num_envs, num_actions)
+            obs, state, *_ = jax.vmap(step, in_axes=(0, 0, 0, None))(
                 jax.random.split(step_key, num_envs), state, actions, params
             )
             return (obs, state, key), None
@@ -114,6 +113,13 @@ def _doors_key_per_env(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
         return _scan(body, (obs, state, key), num_steps)
 
     return run
+
+
+def _doors_key_per_env(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
+    """The pure API in ``scan(vmap(step))`` with a key split per env per step."""
+    from doors_gym.jax import functional as F
+
+    return _vmapped_steps(F.reset, F.step, F.DEFAULT_PARAMS, 5, num_envs, num_steps)
 
 
 def _doors_batch_step(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
@@ -164,26 +170,9 @@ def _navix_empty(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
 def _gymnax_four_rooms(num_envs: int, num_steps: int) -> Callable[[Any], Any]:
     """gymnax ``FourRooms-misc`` in ``scan(vmap(step))``."""
     import gymnax
-    import jax
 
     env, env_params = gymnax.make("FourRooms-misc")
-    num_actions = env.num_actions
-
-    def run(key: Any) -> Any:
-        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), env_params)
-
-        def body(carry: Any, _: None) -> tuple[Any, None]:
-            obs, state, key = carry
-            key, action_key, step_key = jax.random.split(key, 3)
-            actions = random_actions(action_key, num_envs, num_actions)
-            obs, state, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-                jax.random.split(step_key, num_envs), state, actions, env_params
-            )
-            return (obs, state, key), None
-
-        return _scan(body, (obs, state, key), num_steps)
-
-    return run
+    return _vmapped_steps(env.reset, env.step, env_params, env.num_actions, num_envs, num_steps)
 
 
 SCAN_BUILDERS: dict[str, Callable[[int, int], Callable[[Any], Any]]] = {

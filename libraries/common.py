@@ -218,3 +218,11 @@ def check_learning_rate(instance: Any) -> None:
     value = instance.learning_rate
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < float("inf")):
         raise ValueError(f"learning_rate={value!r} is out of range: expected a finite number > 0")
+
+
+def check_network(instance: Any, sizes: str) -> None:
+    """``ValueError`` unless ``learning_rate`` is a finite number > 0, ``sizes`` one or more layer widths and
+    ``observation`` one of :data:`OBSERVATIONS`: the settings of every library arm's network."""
+    check_learning_rate(instance)
+    check_sizes(instance, sizes)
+    check_choice(instance, "observation", OBSERVATIONS)

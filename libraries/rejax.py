@@ -38,19 +38,16 @@ from doors_gym_baselines.api import (
     TrainResult,
     evaluate_greedy,
     field,
-    finish,
     history_row,
     jax_compilation_cache,
 )
 
 from .common import (
-    OBSERVATIONS,
     LibraryArm,
     SegmentWindow,
     check_choice,
-    check_learning_rate,
+    check_network,
     check_positive,
-    check_sizes,
     check_unit,
     network_inputs,
     presets,
@@ -61,32 +58,41 @@ from .common import (
 PARAMS_ENTRY = "params.msgpack"
 """The archive entry of the Q-network's parameters (``flax.serialization.to_bytes``)."""
 ACTIVATIONS = ("swish", "relu", "tanh", "gelu")
+"""rejax's DQN activations by their ``flax.linen`` name (PQN's is its own: ReLU after LayerNorm)."""
 OBSERVATION_HELP = (
     "the env's observation: the grid's cell codes, its one-hot flat form, or cells: the agent's and the goal's "
     "planes, as this package's arms read them"
 )
-"""rejax's DQN activations by their ``flax.linen`` name (PQN's is its own: ReLU after LayerNorm)."""
-
-
-def _check_common(hyper: Any) -> None:
-    check_positive(hyper, "num_envs", "num_epochs")
-    check_unit(hyper, "gamma", "eps_start", "eps_end", "exploration_fraction")
-    check_learning_rate(hyper)
-    check_sizes(hyper, "hidden_layer_sizes")
-    check_choice(hyper, "observation", OBSERVATIONS)
-    norm = hyper.max_grad_norm
-    if isinstance(norm, bool) or not isinstance(norm, (int, float)) or not norm > 0:
-        raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a number > 0 (inf: no clipping)")
 
 
 @dataclasses.dataclass(frozen=True)
-class RejaxDQNHyperparameters:
-    """rejax DQN's settings (``rejax.DQN.create``), rejax's defaults."""
+class RejaxHyperparameters:
+    """The settings rejax's DQN and PQN share, rejax's defaults: its ``Algorithm``'s (learning rate, discount,
+    clipping), ``VectorizedEnvMixin``'s and ``EpsilonGreedyMixin``'s, and the arm's Q-network and observation."""
 
     learning_rate: float = field(3e-4, "Adam's step size (constant)")
     gamma: float = field(0.99, "discount factor")
     max_grad_norm: float = field(math.inf, "clip each gradient element to this (rejax's optax.clip; inf: none)")
     num_envs: int = field(1, "vmapped envs")
+    eps_start: float = field(1.0, "epsilon at the start")
+    eps_end: float = field(0.05, "epsilon after the decay")
+    exploration_fraction: float = field(0.1, "share of the budget over which epsilon decays")
+    hidden_layer_sizes: tuple[int, ...] = field((64, 64), "widths of the Q-network's hidden layers")
+    observation: str = field("grid", OBSERVATION_HELP)
+
+    def __post_init__(self) -> None:
+        check_positive(self, "num_envs")
+        check_unit(self, "gamma", "eps_start", "eps_end", "exploration_fraction")
+        check_network(self, "hidden_layer_sizes")
+        norm = self.max_grad_norm
+        if isinstance(norm, bool) or not isinstance(norm, (int, float)) or not norm > 0:
+            raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a number > 0 (inf: no clipping)")
+
+
+@dataclasses.dataclass(frozen=True)
+class RejaxDQNHyperparameters(RejaxHyperparameters):
+    """rejax DQN's settings (``rejax.DQN.create``), rejax's defaults: the shared ones and its replay's and target's."""
+
     buffer_size: int = field(131_072, "replay buffer capacity, in transitions")
     fill_buffer: int = field(2_048, "env steps of uniform actions before the first update")
     batch_size: int = field(256, "transitions per gradient step")
@@ -94,16 +100,11 @@ class RejaxDQNHyperparameters:
     target_update_freq: int = field(1, "env steps between target updates")
     polyak: float = field(0.99, "target <- polyak * target + (1 - polyak) * online at each target update")
     ddqn: bool = field(True, "Double DQN targets")
-    eps_start: float = field(1.0, "epsilon at the start")
-    eps_end: float = field(0.05, "epsilon after the decay")
-    exploration_fraction: float = field(0.1, "share of the budget over which epsilon decays")
-    hidden_layer_sizes: tuple[int, ...] = field((64, 64), "widths of the Q-network's hidden layers")
     activation: str = field("swish", "hidden activation (flax.linen)", choices=ACTIVATIONS)
-    observation: str = field("grid", OBSERVATION_HELP)
 
     def __post_init__(self) -> None:
-        _check_common(self)
-        check_positive(self, "buffer_size", "batch_size", "target_update_freq")
+        super().__post_init__()
+        check_positive(self, "num_epochs", "buffer_size", "batch_size", "target_update_freq")
         check_positive(self, "fill_buffer", minimum=0)
         check_unit(self, "polyak")
         check_choice(self, "activation", ACTIVATIONS)
@@ -111,26 +112,18 @@ class RejaxDQNHyperparameters:
 
 
 @dataclasses.dataclass(frozen=True)
-class RejaxPQNHyperparameters:
-    """rejax PQN's settings (``rejax.PQN.create``), rejax's defaults."""
+class RejaxPQNHyperparameters(RejaxHyperparameters):
+    """rejax PQN's settings (``rejax.PQN.create``), rejax's defaults: the shared ones (64 envs) and its rollout's."""
 
-    learning_rate: float = field(3e-4, "Adam's step size (constant)")
-    gamma: float = field(0.99, "discount factor")
-    max_grad_norm: float = field(math.inf, "clip each gradient element to this (rejax's optax.clip; inf: none)")
     num_envs: int = field(64, "vmapped envs")
     num_steps: int = field(64, "steps of each env per iteration")
     num_minibatches: int = field(16, "minibatches per epoch of an iteration's steps")
     num_epochs: int = field(1, "passes over an iteration's steps")
     td_lambda: float = field(0.9, "lambda of the Q(lambda) targets")
-    eps_start: float = field(1.0, "epsilon at the start")
-    eps_end: float = field(0.05, "epsilon after the decay")
-    exploration_fraction: float = field(0.1, "share of the budget over which epsilon decays")
-    hidden_layer_sizes: tuple[int, ...] = field((64, 64), "widths of the Q-network's hidden layers")
-    observation: str = field("grid", OBSERVATION_HELP)
 
     def __post_init__(self) -> None:
-        _check_common(self)
-        check_positive(self, "num_steps", "num_minibatches")
+        super().__post_init__()
+        check_positive(self, "num_epochs", "num_steps", "num_minibatches")
         check_unit(self, "td_lambda")
         if (self.num_envs * self.num_steps) % self.num_minibatches:
             raise ValueError(
@@ -327,20 +320,11 @@ def train(config: Config, trial: Any, arm: Arm) -> TrainResult:
             model.params = state.q_ts.params
             if schedule.should_stop(step, index + 1 < segments):
                 break
-        last = schedule.final(step)
-    return finish(
-        arm,
-        config,
-        start,
-        history,
-        last,
-        {"compile": compile_seconds, "update": training, "evaluation": schedule.seconds},
-        method="rejax's train_iteration in compiled segments: acting, env steps, replay and updates in one program",
-        env_steps=step,
-        updates=updates_of(config.hyperparameters, step),
-        model=model,
-        facts={"rejax": version("rejax"), "jax": jax.__version__, "backend": jax.default_backend()},
-    )
+        phases = {"compile": compile_seconds, "update": training}
+        method = "rejax's train_iteration in compiled segments: acting, env steps, replay and updates in one program"
+        figures = {"env_steps": step, "updates": updates_of(config.hyperparameters, step), "model": model}
+        facts = {"rejax": version("rejax"), "jax": jax.__version__, "backend": jax.default_backend()}
+        return schedule.finish(arm, start, step, phases, method, facts=facts, **figures)
 
 
 def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:

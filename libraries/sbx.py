@@ -15,55 +15,33 @@ from typing import Any
 
 import numpy as np
 
-from doors_gym_baselines.api import ONE_MINUS, POWER_OF_TWO, Config, Range, field
+from doors_gym_baselines.api import Config, field
 
 from . import stable
-from .common import (
-    OBSERVATIONS,
-    LibraryArm,
-    check_choice,
-    check_learning_rate,
-    check_positive,
-    check_sizes,
-    check_unit,
-    presets,
-)
+from .common import LibraryArm, presets
+from .stable import INTEGERS, UNITS
 
 LIBRARY = "sbx"
 JITTED = True
 """SBX jits its update and action selection at their first call (timed as ``compile``)."""
-INTEGERS = ("n_envs", "buffer_size", "batch_size", "train_freq", "gradient_steps", "target_update_interval")
-UNITS = ("gamma", "exploration_fraction", "exploration_initial_eps", "exploration_final_eps")
 
 
 @dataclasses.dataclass(frozen=True)
-class SBXHyperparameters:
-    """SBX DQN's settings, SBX's defaults (``sbx.DQN``), with the vector env's size."""
+class SBXHyperparameters(stable.StableHyperparameters):
+    """SBX DQN's settings, SBX's defaults (``sbx.DQN``), with the vector env's size: SB3's
+    (:class:`~doors_gym_libraries.stable.StableHyperparameters`), with SBX's defaults and meaning where they differ."""
 
     learning_rate: float = field(1e-4, "Adam's step size (constant)")
-    buffer_size: int = field(1_000_000, "replay buffer capacity, in transitions")
-    learning_starts: int = field(100, "env steps before the first update")
-    batch_size: int = field(32, "transitions per gradient step")
-    tau: float = field(1.0, "target <- tau * online + (1 - tau) * target at each target update")
-    gamma: float = field(0.99, "discount factor")
-    train_freq: int = field(4, "vector-env steps between trainings")
-    gradient_steps: int = field(1, "gradient steps per training")
     target_update_interval: int = field(1000, "vector-env steps between target updates")
-    exploration_fraction: float = field(0.1, "share of the budget over which epsilon decays")
-    exploration_initial_eps: float = field(1.0, "epsilon at the start")
-    exploration_final_eps: float = field(0.05, "epsilon after the decay")
     net_arch: tuple[int, ...] = field((256, 256), "the Q-network's two hidden layers (one width)")
-    n_envs: int = field(1, "envs of make_vec_env")
-    observation: str = field("grid", "the env's observation: the grid's cell codes, or its one-hot flat form, or cells: the agent's and the goal's planes, as this package's arms read them")
+    observation: str = field(
+        "grid",
+        "the env's observation: the grid's cell codes, or its one-hot flat form, or cells: the agent's and the "
+        "goal's planes, as this package's arms read them",
+    )
 
     def __post_init__(self) -> None:
-        check_positive(self, *INTEGERS)
-        check_positive(self, "learning_starts", minimum=0)
-        check_unit(self, *UNITS)
-        check_unit(self, "tau", low_open=True)
-        check_learning_rate(self)
-        check_sizes(self, "net_arch")
-        check_choice(self, "observation", OBSERVATIONS)
+        super().__post_init__()
         if len(self.net_arch) != 2 or self.net_arch[0] != self.net_arch[1]:
             raise ValueError(
                 f"net_arch={self.net_arch!r} is not supported by SBX's DQN: expected two hidden layers of one width"
@@ -98,19 +76,10 @@ def load_model(path: str) -> tuple[str, Any, Config]:
     return stable.load_with(ARM, path)
 
 
-SEARCH_SPACE = (
-    Range("learning_rate", 1e-4, 1e-2, log=True),
-    Range("one_minus_gamma", 0.05, 0.2, log=True, hyperparameter="gamma", scale=ONE_MINUS),
-    Range("log2_batch_size", 5, 8, integer=True, hyperparameter="batch_size", scale=POWER_OF_TWO),
-    Range("train_freq", 1, 4, integer=True),
-    Range("target_update_interval", 10, 1000, log=True, integer=True),
-    Range("learning_starts", 500, 10_000, log=True, integer=True),
-    Range("exploration_fraction", 0.05, 0.5),
-)
-"""Its tuning coordinates (RL Zoo's DQN sampler's, narrowed to this task; the network stays the preset's). As in RL
-Zoo, whose sampler takes ``n_envs`` as given, the number of envs is the start preset's (16), not searched: a trial
-of one env makes 16 times the updates of one of 16 at the same train frequency (200k of them: about 6 minutes
-at the 1.9 ms per update SBX takes here, against 24 seconds for 16 envs)."""
+SEARCH_SPACE = stable.zoo_space((10, 1000))
+"""Its tuning coordinates (:func:`~doors_gym_libraries.stable.zoo_space`: target updates every 10 to 1000
+vector-env steps). One env instead of 16 means 200k updates: about 6 minutes at the 1.9 ms per update SBX takes
+here, against 24 seconds for 16 envs."""
 
 ARM = LibraryArm(
     "sbx-dqn",

@@ -7,10 +7,14 @@ env steps through :class:`~doors_gym_baselines.api.EvaluationSchedule` and stops
 The phases are timed by wrapping the library's own methods: the vector env's ``step`` (env step),
 ``_sample_action`` (action selection), the replay buffer's ``add`` (replay buffer; its sampling runs inside
 ``train``) and ``train`` (update); a jitted library's first call of each goes to ``compile``.
+
+SBX's DQN takes SB3's keywords: :class:`StableHyperparameters` are the settings the two share, :func:`zoo_space`
+their tuning coordinates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import time
 from typing import Any
@@ -19,19 +23,86 @@ import numpy as np
 
 from doors_gym.extras import require
 from doors_gym_baselines.api import (
+    ONE_MINUS,
+    POWER_OF_TWO,
     Arm,
     Config,
     EvaluationSchedule,
+    Range,
     TrainResult,
     evaluate_greedy,
-    finish,
+    field,
     history_row,
     torch_threads,
 )
 
-from .common import EpisodeWindow, PhaseClock, network_inputs, read_archive, write_archive
+from .common import (
+    EpisodeWindow,
+    PhaseClock,
+    check_network,
+    check_positive,
+    check_unit,
+    network_inputs,
+    read_archive,
+    write_archive,
+)
 
 ENV_ID = "Doors-v0"
+INTEGERS = ("n_envs", "buffer_size", "batch_size", "train_freq", "gradient_steps", "target_update_interval")
+"""The settings that are integers >= 1 (``n_envs``, the vector env's, first; the rest are ``DQN``'s keywords)."""
+UNITS = ("gamma", "exploration_fraction", "exploration_initial_eps", "exploration_final_eps")
+"""The settings both libraries take that are numbers in [0, 1]."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StableHyperparameters:
+    """Stable-Baselines3 DQN's settings that SBX's DQN takes too (the same keywords of ``DQN``, the same meaning),
+    SB3's defaults (``stable_baselines3.DQN``), with the vector env's size and what the network sees.
+    :class:`~doors_gym_libraries.sb3.SB3Hyperparameters` adds SB3's own; SBX's differ where
+    :class:`~doors_gym_libraries.sbx.SBXHyperparameters` says."""
+
+    learning_rate: float = field(1e-4, "Adam's step size")
+    buffer_size: int = field(1_000_000, "replay buffer capacity, in transitions")
+    learning_starts: int = field(100, "env steps before the first update")
+    batch_size: int = field(32, "transitions per gradient step")
+    tau: float = field(1.0, "target <- tau * online + (1 - tau) * target at each target update")
+    gamma: float = field(0.99, "discount factor")
+    train_freq: int = field(4, "vector-env steps between trainings")
+    gradient_steps: int = field(1, "gradient steps per training")
+    target_update_interval: int = field(10_000, "env steps between target updates")
+    exploration_fraction: float = field(0.1, "share of the budget over which epsilon decays")
+    exploration_initial_eps: float = field(1.0, "epsilon at the start")
+    exploration_final_eps: float = field(0.05, "epsilon after the decay")
+    net_arch: tuple[int, ...] = field((64, 64), "widths of the Q-network's hidden layers")
+    n_envs: int = field(1, "envs of make_vec_env")
+    observation: str = field(
+        "grid",
+        "the env's observation (SB3 one-hot encodes the grid itself), or cells: the agent's and the goal's planes, "
+        "as this package's arms read them",
+    )
+
+    def __post_init__(self) -> None:
+        check_positive(self, *INTEGERS)
+        check_positive(self, "learning_starts", minimum=0)
+        check_unit(self, *UNITS)
+        check_unit(self, "tau", low_open=True)
+        check_network(self, "net_arch")
+
+
+def zoo_space(target_updates: tuple[int, int]) -> tuple[Range, ...]:
+    """The tuning coordinates of both libraries' DQN: RL Zoo's DQN sampler's, narrowed to this task, with
+    ``target_update_interval`` over ``target_updates`` (low, high, in the library's own unit). The network stays the
+    preset's. As in RL Zoo, whose sampler takes ``n_envs`` as given, the number of envs is the start preset's (16),
+    not searched: a trial of one env makes 16 times the updates of one of 16 at the same train frequency."""
+    return (
+        Range("learning_rate", 1e-4, 1e-2, log=True),
+        Range("one_minus_gamma", 0.05, 0.2, log=True, hyperparameter="gamma", scale=ONE_MINUS),
+        Range("log2_batch_size", 5, 8, integer=True, hyperparameter="batch_size", scale=POWER_OF_TWO),
+        Range("train_freq", 1, 4, integer=True),
+        Range("target_update_interval", *target_updates, log=True, integer=True),
+        Range("learning_starts", 500, 10_000, log=True, integer=True),
+        Range("exploration_fraction", 0.05, 0.5),
+    )
 
 
 def library_of(arm: Arm) -> Any:
@@ -126,24 +197,15 @@ def train(config: Config, trial: Any, arm: Arm) -> TrainResult:
             return evaluation, row
 
         schedule = EvaluationSchedule(evaluate, history, trial, config)
-        agent.learn(total_timesteps=run.total_steps, callback=protocol_callback(library, window, schedule, run.total_steps))
+        callback = protocol_callback(library, window, schedule, run.total_steps)
+        agent.learn(total_timesteps=run.total_steps, callback=callback)
         clock.unwrap()
-        step = int(agent.num_timesteps)
-        last = schedule.final(step)
         env.close()
-    return finish(
-        arm,
-        config,
-        start,
-        history,
-        last,
-        clock.phases(evaluation=schedule.seconds),
-        method=f"{module.LIBRARY}'s own methods timed where they are called (replay sampling inside update)",
-        env_steps=step,
-        updates=int(agent._n_updates),
-        model=model,
-        facts={module.LIBRARY: library.__version__, "torch_threads": threads, "n_envs": config.hyperparameters.n_envs},
-    )
+        step = int(agent.num_timesteps)
+        method = f"{module.LIBRARY}'s own methods timed where they are called (replay sampling inside update)"
+        facts = {module.LIBRARY: library.__version__, "torch_threads": threads, "n_envs": config.hyperparameters.n_envs}
+        figures = {"env_steps": step, "updates": int(agent._n_updates), "model": model, "facts": facts}
+        return schedule.finish(arm, start, step, clock.phases(), method, **figures)
 
 
 def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:

@@ -10,9 +10,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..arm import Arm
 from ..config import DQNConfig
 from ..evaluation import Evaluation
-from ..metrics import HistoryRow, solved_since
+from ..metrics import HistoryRow, TrainResult, solved_since
+from .result import finish
 
 
 class NonFiniteLoss(ArithmeticError):
@@ -120,3 +122,14 @@ class EvaluationSchedule:
             self._history.pop()
             return self._last
         return self._timed(global_step)
+
+    def finish(
+        self, arm: Arm, start: float, global_step: int, phases: dict[str, float], method: str, **figures: Any
+    ) -> TrainResult:
+        """The run's result (:func:`~.result.finish`) once training ended at ``global_step``: the final evaluation
+        (:meth:`final`) closes the history, and the seconds spent evaluating are the phase ``evaluation`` beside
+        ``phases``; ``method`` says how the phases were timed, ``figures`` are the env steps, updates, model and
+        facts."""
+        last = self.final(global_step)
+        phases = {**phases, "evaluation": self.seconds}
+        return finish(arm, self._config, start, self._history, last, phases, method, **figures)

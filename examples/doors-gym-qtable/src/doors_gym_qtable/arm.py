@@ -40,7 +40,6 @@ from doors_gym_baselines.api import (
     TrainingFigures,
     TrainResult,
     encode,
-    finish,
     history_row,
 )
 
@@ -162,21 +161,12 @@ def train(config: Config, trial: Any = None, arm: Arm | None = None) -> TrainRes
         step += settings.eval_every or settings.total_steps
         if schedule.should_stop(step, index + 1 < parts.num_segments):
             break
-    last = schedule.final(step)
     tables = np.asarray(runner.q_table).reshape(len(seeds), params.num_cells, params.width, NUM_ACTIONS)
-    return finish(
-        arm,
-        config,
-        start,
-        history,
-        last,
-        {"compile": compile_seconds, "update": training, "evaluation": schedule.seconds},
-        method="one compiled segment per evaluation: acting, env steps, Q-updates and the greedy evaluation",
-        env_steps=step * len(seeds),
-        updates=step * len(seeds),
-        model=QTableModel(tables, params),
-        facts={"jax": jax.__version__, "agents": len(seeds), "backend": jax.default_backend()},
-    )
+    phases = {"compile": compile_seconds, "update": training}
+    method = "one compiled segment per evaluation: acting, env steps, Q-updates and the greedy evaluation"
+    figures = {"env_steps": step * len(seeds), "updates": step * len(seeds), "model": QTableModel(tables, params)}
+    facts = {"jax": jax.__version__, "agents": len(seeds), "backend": jax.default_backend()}
+    return schedule.finish(arm, start, step, phases, method, facts=facts, **figures)
 
 
 def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
