@@ -192,6 +192,29 @@ def test_episodes_in_lockstep(layout, policy_name):
         assert endings["truncated"] > 0
 
 
+def assert_vector_steps_agree(np_step: tuple, jax_step: tuple, restarted: np.ndarray) -> None:
+    """One ``step`` of both vector envs gives the same arrays, but for the observations and distances of the envs
+    that autoreset in it (``restarted``)."""
+    np_obs, np_reward, np_terminated, np_truncated, np_info = np_step
+    jax_obs, jax_reward, jax_terminated, jax_truncated, jax_info = jax_step
+    for output in (jax_obs, jax_reward, jax_terminated, jax_truncated, jax_info["distance"]):
+        assert isinstance(output, np.ndarray)
+    assert jax_obs.dtype == np_obs.dtype == np.int16
+    # float64 arrays, as SyncVectorEnv returns rewards, holding the rules' float32 values exactly.
+    assert jax_reward.dtype == np_reward.dtype == np.float64
+    np.testing.assert_array_equal(np_reward.astype(np.float32), np_reward)
+
+    kept = ~restarted
+    # The starts of autoreset envs differ (different generators) until copied over.
+    np.testing.assert_array_equal(jax_obs[kept], np_obs[kept])
+    np.testing.assert_array_equal(jax_info["distance"][kept], np_info["distance"][kept])
+    np.testing.assert_array_equal(jax_reward, np_reward)
+    np.testing.assert_array_equal(jax_terminated, np_terminated)
+    np.testing.assert_array_equal(jax_truncated, np_truncated)
+    assert not np_reward[restarted].any() and not np_terminated[restarted].any()
+    assert not np_truncated[restarted].any()
+
+
 def test_make_vec_parity_with_autoresets():
     """Native ``Doors-v0`` vector env and ``DoorsJax-v0`` vector env, fed the same starts and actions."""
     num_envs, limit = 8, 30
@@ -204,7 +227,7 @@ def test_make_vec_parity_with_autoresets():
     # Envs from pure oracle to pure random: episodes end at different steps.
     noise = np.linspace(0.0, 1.0, num_envs)
 
-    np_obs, np_info = np_env.reset(seed=5)
+    np_obs, _ = np_env.reset(seed=5)
     jax_env.reset(seed=5)
     jax_obs = jax_env.unwrapped.set_state(np_env.unwrapped.state)
     assert isinstance(jax_obs, np.ndarray)
@@ -215,25 +238,12 @@ def test_make_vec_parity_with_autoresets():
     num_terminated = num_truncated = 0
     for t in range(150):
         actions = np.where(rng.random(num_envs) < noise, rng.integers(0, 5, num_envs), oracle(np_obs))
-        np_obs, np_reward, np_terminated, np_truncated, np_info = np_env.step(actions)
-        jax_obs, jax_reward, jax_terminated, jax_truncated, jax_info = jax_env.step(actions)
-        for output in (jax_obs, jax_reward, jax_terminated, jax_truncated, jax_info["distance"]):
-            assert isinstance(output, np.ndarray)
-        assert jax_obs.dtype == np_obs.dtype == np.int16
-        # float64 arrays, as SyncVectorEnv returns rewards, holding the rules' float32 values exactly.
-        assert jax_reward.dtype == np_reward.dtype == np.float64
-        np.testing.assert_array_equal(np_reward.astype(np.float32), np_reward)
-
+        np_step = np_env.step(actions)
+        jax_step = jax_env.step(actions)
+        # The envs that ended on the previous step autoreset on this one.
         restarted = ended
-        kept = ~restarted
-        # The starts of autoreset envs differ (different generators) until copied over.
-        np.testing.assert_array_equal(jax_obs[kept], np_obs[kept])
-        np.testing.assert_array_equal(jax_info["distance"][kept], np_info["distance"][kept])
-        np.testing.assert_array_equal(jax_reward, np_reward)
-        np.testing.assert_array_equal(jax_terminated, np_terminated)
-        np.testing.assert_array_equal(jax_truncated, np_truncated)
-        assert not np_reward[restarted].any() and not np_terminated[restarted].any()
-        assert not np_truncated[restarted].any()
+        assert_vector_steps_agree(np_step, jax_step, restarted)
+        np_obs, _, np_terminated, np_truncated, _ = np_step
 
         if restarted.any():
             assert (np.asarray(jax_env.unwrapped.state.time)[restarted] == 0).all()

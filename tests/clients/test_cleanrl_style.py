@@ -53,11 +53,9 @@ def linear_schedule(start_e: float, end_e: float, duration: int, t: int) -> floa
     return max(slope * t + start_e, end_e)
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
-def test_cleanrl_dqn_loop_runs_and_its_bookkeeping_adds_up(env_id):
-    if env_id == "DoorsJax-v0":
-        needs("jax")
-    seed, num_envs, total_timesteps, learning_starts = 1, 4, 2_500, 500
+def cleanrl_dqn_setup(env_id: str, seed: int, num_envs: int):
+    """CleanRL ``dqn.py``'s set-up before its loop: seeding, the vector env, the Q- and target networks, the
+    optimizer and the replay buffer, here on the grid's int16 observations (225 cells)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -75,6 +73,15 @@ def test_cleanrl_dqn_loop_runs_and_its_bookkeeping_adds_up(env_id):
         handle_timeout_termination=False,
     )  # fmt: skip
     assert rb.observations.dtype == np.int16
+    return envs, q_network, optimizer, target_network, rb
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_cleanrl_dqn_loop_runs_and_its_bookkeeping_adds_up(env_id):
+    if env_id == "DoorsJax-v0":
+        needs("jax")
+    seed, num_envs, total_timesteps, learning_starts = 1, 4, 2_500, 500
+    envs, q_network, optimizer, target_network, rb = cleanrl_dqn_setup(env_id, seed, num_envs)
 
     obs, _ = envs.reset(seed=seed)
     running_returns = np.zeros(num_envs)

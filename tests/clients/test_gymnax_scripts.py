@@ -74,10 +74,63 @@ class PPOTransition(NamedTuple):
     info: Any
 
 
+def calculate_gae(traj_batch: PPOTransition, last_value: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """PureJaxRL's ``_calculate_gae`` (gamma 0.99, lambda 0.95), backwards over the trajectory: the advantages
+    and the value targets."""
+
+    def gae_step(carry, transition):
+        gae, next_value = carry
+        not_done = 1.0 - transition.done
+        delta = transition.reward + 0.99 * next_value * not_done - transition.value
+        gae = delta + 0.99 * 0.95 * not_done * gae
+        return (gae, transition.value), gae
+
+    _, advantages = jax.lax.scan(gae_step, (jnp.zeros_like(last_value), last_value), traj_batch, reverse=True)
+    return advantages, advantages + traj_batch.value
+
+
+def ppo_update(network: Any, tx: Any, config: dict[str, Any], runner: tuple, batch: tuple) -> tuple:
+    """PureJaxRL's ``UPDATE_EPOCHS`` of ``_update_epoch`` on one update's ``batch``, ``(traj_batch, advantages,
+    targets)``: each shuffles the whole batch, then takes an optimizer step on PPO's loss per minibatch.
+    ``runner`` is ``(params, optimizer_state, key)``, returned updated."""
+    batch_size = config["NUM_ENVS"] * config["NUM_STEPS"]
+
+    def loss_fn(params, traj_batch, gae, targets):
+        logits, value = network.apply(params, traj_batch.obs)
+        log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), traj_batch.action[:, None], axis=-1)[:, 0]
+        ratio = jnp.exp(log_prob - traj_batch.log_prob)
+        gae = (gae - gae.mean()) / (gae.std() + 1e-8)
+        actor_loss = -jnp.minimum(ratio * gae, jnp.clip(ratio, 0.8, 1.2) * gae).mean()
+        entropy = -(jax.nn.softmax(logits) * jax.nn.log_softmax(logits)).sum(-1).mean()
+        return actor_loss + 0.5 * jnp.square(value - targets).mean() - 0.01 * entropy
+
+    def update_epoch(carry, _):
+        params, optimizer_state, key = carry
+        key, permutation_key = jax.random.split(key)
+        permutation = jax.random.permutation(permutation_key, batch_size)
+        minibatches = jax.tree.map(
+            lambda x: x.reshape((batch_size, *x.shape[2:]))[permutation].reshape(
+                (config["NUM_MINIBATCHES"], -1, *x.shape[2:])
+            ),
+            batch,
+        )
+
+        def update_minibatch(carry, minibatch):
+            params, optimizer_state = carry
+            grads = jax.grad(loss_fn)(params, *minibatch)
+            updates, optimizer_state = tx.update(grads, optimizer_state)
+            return (optax.apply_updates(params, updates), optimizer_state), None
+
+        (params, optimizer_state), _ = jax.lax.scan(update_minibatch, (params, optimizer_state), minibatches)
+        return (params, optimizer_state, key), None
+
+    runner, _ = jax.lax.scan(update_epoch, runner, None, config["UPDATE_EPOCHS"])
+    return runner
+
+
 def make_ppo_train(config: dict[str, Any], env: Any, env_params: Any, on_update: Any = None):
     """PureJaxRL ``ppo.py``'s ``make_train``: every update's ``traj_batch.info`` is returned as its metric."""
     num_updates = int(config["TOTAL_TIMESTEPS"] // config["NUM_STEPS"] // config["NUM_ENVS"])
-    batch_size = config["NUM_ENVS"] * config["NUM_STEPS"]
     network = ActorCritic(env.action_space(env_params).n)
     tx = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(2.5e-4, eps=1e-5))
 
@@ -105,50 +158,9 @@ def make_ppo_train(config: dict[str, Any], env: Any, env_params: Any, on_update:
             runner_state, traj_batch = jax.lax.scan(env_step, runner_state, None, config["NUM_STEPS"])
             params, optimizer_state, env_state, last_obs, key = runner_state
             _, last_value = network.apply(params, last_obs)
-
-            def gae_step(carry, transition):
-                gae, next_value = carry
-                not_done = 1.0 - transition.done
-                delta = transition.reward + 0.99 * next_value * not_done - transition.value
-                gae = delta + 0.99 * 0.95 * not_done * gae
-                return (gae, transition.value), gae
-
-            _, advantages = jax.lax.scan(
-                gae_step, (jnp.zeros_like(last_value), last_value), traj_batch, reverse=True
-            )
-            targets = advantages + traj_batch.value
-
-            def loss_fn(params, batch, gae, targets):
-                logits, value = network.apply(params, batch.obs)
-                log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), batch.action[:, None], axis=-1)[:, 0]
-                ratio = jnp.exp(log_prob - batch.log_prob)
-                gae = (gae - gae.mean()) / (gae.std() + 1e-8)
-                actor_loss = -jnp.minimum(ratio * gae, jnp.clip(ratio, 0.8, 1.2) * gae).mean()
-                entropy = -(jax.nn.softmax(logits) * jax.nn.log_softmax(logits)).sum(-1).mean()
-                return actor_loss + 0.5 * jnp.square(value - targets).mean() - 0.01 * entropy
-
-            def update_epoch(carry, _):
-                params, optimizer_state, key = carry
-                key, permutation_key = jax.random.split(key)
-                permutation = jax.random.permutation(permutation_key, batch_size)
-                batch = jax.tree.map(
-                    lambda x: x.reshape((batch_size, *x.shape[2:]))[permutation].reshape(
-                        (config["NUM_MINIBATCHES"], -1, *x.shape[2:])
-                    ),
-                    (traj_batch, advantages, targets),
-                )
-
-                def update_minibatch(carry, minibatch):
-                    params, optimizer_state = carry
-                    grads = jax.grad(loss_fn)(params, *minibatch)
-                    updates, optimizer_state = tx.update(grads, optimizer_state)
-                    return (optax.apply_updates(params, updates), optimizer_state), None
-
-                (params, optimizer_state), _ = jax.lax.scan(update_minibatch, (params, optimizer_state), batch)
-                return (params, optimizer_state, key), None
-
-            (params, optimizer_state, key), _ = jax.lax.scan(
-                update_epoch, (params, optimizer_state, key), None, config["UPDATE_EPOCHS"]
+            advantages, targets = calculate_gae(traj_batch, last_value)
+            params, optimizer_state, key = ppo_update(
+                network, tx, config, (params, optimizer_state, key), (traj_batch, advantages, targets)
             )
             metric = traj_batch.info
             if on_update is not None:
@@ -226,6 +238,73 @@ def eps_greedy(key: jax.Array, q_values: jax.Array, epsilon: jax.Array) -> jax.A
     return jnp.where(jax.random.uniform(pick_key, greedy.shape) < epsilon, random, greedy)
 
 
+def q_lambda_targets(
+    config: dict[str, Any], rewards: jax.Array, dones: jax.Array, q_values: jax.Array, last_q: jax.Array
+) -> jax.Array:
+    """purejaxql's Q(lambda) targets, backwards over the rollout from the bootstrap ``last_q`` after its last step."""
+
+    def lambda_target(carry, step):
+        lambda_return, next_q = carry
+        reward, done, q_values = step
+        bootstrap = reward + config["GAMMA"] * (1 - done) * next_q
+        lambda_return = bootstrap + config["GAMMA"] * config["LAMBDA"] * (lambda_return - next_q)
+        lambda_return = (1 - done) * lambda_return + done * reward
+        return (lambda_return, jnp.max(q_values, axis=-1)), lambda_return
+
+    last_return = rewards[-1] + config["GAMMA"] * last_q
+    _, targets = jax.lax.scan(
+        lambda_target,
+        (last_return, last_q),
+        (rewards[:-1], dones[:-1], q_values[:-1]),
+        reverse=True,
+    )
+    return jnp.concatenate([targets, last_return[None]])
+
+
+def pqn_learn(network: Any, tx: Any, config: dict[str, Any], runner: tuple, key: jax.Array, batch: tuple) -> tuple:
+    """purejaxql's learning phase: one shuffle of the rollout's ``(observations, actions, targets)``, then an
+    optimizer step per minibatch on the squared error of the chosen Q-values. ``runner`` is ``(params,
+    optimizer_state)``; returns it updated, and the minibatches' losses."""
+
+    def loss_fn(params, minibatch):
+        observations, actions, targets = minibatch
+        chosen = jnp.take_along_axis(network.apply(params, observations), actions[:, None], axis=-1)[:, 0]
+        return 0.5 * jnp.square(chosen - targets).mean()
+
+    def update_minibatch(carry, minibatch):
+        params, optimizer_state = carry
+        loss, grads = jax.value_and_grad(loss_fn)(params, minibatch)
+        updates, optimizer_state = tx.update(grads, optimizer_state, params)
+        return (optax.apply_updates(params, updates), optimizer_state), loss
+
+    permutation = jax.random.permutation(key, config["NUM_STEPS"] * config["NUM_ENVS"])
+    minibatches = jax.tree.map(
+        lambda x: x.reshape((-1, *x.shape[2:]))[permutation].reshape((config["NUM_MINIBATCHES"], -1, *x.shape[2:])),
+        batch,
+    )
+    return jax.lax.scan(update_minibatch, runner, minibatches)
+
+
+def pqn_test_metrics(
+    network: Any, config: dict[str, Any], vmap_reset: Any, vmap_step: Any, params: Any, key: jax.Array
+) -> dict[str, jax.Array]:
+    """purejaxql's ``get_test_metrics``: a greedy rollout of ``TEST_NUM_STEPS`` in ``TEST_NUM_ENVS`` fresh envs,
+    each entry of its ``info`` averaged over the steps that ended an episode."""
+
+    def env_step(carry, _):
+        env_state, last_obs, key = carry
+        key, action_key, step_key = jax.random.split(key, 3)
+        action = eps_greedy(action_key, network.apply(params, last_obs), jnp.float32(0.0))
+        obs, env_state, _, _, info = vmap_step(config["TEST_NUM_ENVS"], step_key, env_state, action)
+        return (env_state, obs, key), info
+
+    reset_key, loop_key = jax.random.split(key)
+    obs, env_state = vmap_reset(config["TEST_NUM_ENVS"], reset_key)
+    _, infos = jax.lax.scan(env_step, (env_state, obs, loop_key), None, config["TEST_NUM_STEPS"])
+    # purejaxql's "mean of done infos": one scalar per env and step in every entry of info.
+    return jax.tree.map(lambda x: jnp.nanmean(jnp.where(infos["returned_episode"], x, jnp.nan)), infos)
+
+
 def make_pqn_train(config: dict[str, Any], env: Any, env_params: Any):
     """purejaxql ``pqn_gymnax.py``: Q(lambda) over vmapped envs, with its greedy test rollout of
     ``TEST_NUM_STEPS`` (by default ``env_params.max_steps_in_episode``) and its per-env ``info`` maps."""
@@ -241,20 +320,6 @@ def make_pqn_train(config: dict[str, Any], env: Any, env_params: Any):
     def vmap_step(num_envs, key, env_state, action):
         keys = jax.random.split(key, num_envs)
         return jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, env_state, action, env_params)
-
-    def test_metrics(params, key):
-        def env_step(carry, _):
-            env_state, last_obs, key = carry
-            key, action_key, step_key = jax.random.split(key, 3)
-            action = eps_greedy(action_key, network.apply(params, last_obs), jnp.float32(0.0))
-            obs, env_state, _, _, info = vmap_step(config["TEST_NUM_ENVS"], step_key, env_state, action)
-            return (env_state, obs, key), info
-
-        reset_key, loop_key = jax.random.split(key)
-        obs, env_state = vmap_reset(config["TEST_NUM_ENVS"], reset_key)
-        _, infos = jax.lax.scan(env_step, (env_state, obs, loop_key), None, config["TEST_NUM_STEPS"])
-        # purejaxql's "mean of done infos": one scalar per env and step in every entry of info.
-        return jax.tree.map(lambda x: jnp.nanmean(jnp.where(infos["returned_episode"], x, jnp.nan)), infos)
 
     def train(key: jax.Array) -> dict[str, Any]:
         init_key, reset_key, loop_key = jax.random.split(key, 3)
@@ -279,46 +344,14 @@ def make_pqn_train(config: dict[str, Any], env: Any, env_params: Any):
             )
             observations, actions, rewards, dones, q_values = transitions
             last_q = jnp.max(network.apply(params, obs), axis=-1) * (1 - dones[-1])
-
-            def lambda_target(carry, step):
-                lambda_return, next_q = carry
-                reward, done, q_values = step
-                bootstrap = reward + config["GAMMA"] * (1 - done) * next_q
-                lambda_return = bootstrap + config["GAMMA"] * config["LAMBDA"] * (lambda_return - next_q)
-                lambda_return = (1 - done) * lambda_return + done * reward
-                return (lambda_return, jnp.max(q_values, axis=-1)), lambda_return
-
-            last_return = rewards[-1] + config["GAMMA"] * last_q
-            _, targets = jax.lax.scan(
-                lambda_target,
-                (last_return, last_q),
-                (rewards[:-1], dones[:-1], q_values[:-1]),
-                reverse=True,
+            targets = q_lambda_targets(config, rewards, dones, q_values, last_q)
+            (params, optimizer_state), losses = pqn_learn(
+                network, tx, config, (params, optimizer_state), shuffle_key, (observations, actions, targets)
             )
-            targets = jnp.concatenate([targets, last_return[None]])
-
-            def loss_fn(params, minibatch):
-                observations, actions, targets = minibatch
-                chosen = jnp.take_along_axis(network.apply(params, observations), actions[:, None], axis=-1)[:, 0]
-                return 0.5 * jnp.square(chosen - targets).mean()
-
-            def update_minibatch(carry, minibatch):
-                params, optimizer_state = carry
-                loss, grads = jax.value_and_grad(loss_fn)(params, minibatch)
-                updates, optimizer_state = tx.update(grads, optimizer_state, params)
-                return (optax.apply_updates(params, updates), optimizer_state), loss
-
-            permutation = jax.random.permutation(shuffle_key, config["NUM_STEPS"] * config["NUM_ENVS"])
-            minibatches = jax.tree.map(
-                lambda x: x.reshape((-1, *x.shape[2:]))[permutation].reshape(
-                    (config["NUM_MINIBATCHES"], -1, *x.shape[2:])
-                ),
-                (observations, actions, targets),
-            )
-            (params, optimizer_state), losses = jax.lax.scan(update_minibatch, (params, optimizer_state), minibatches)
+            test_metrics = pqn_test_metrics(network, config, vmap_reset, vmap_step, params, test_key)
             metrics = {"td_loss": losses.mean()}
             metrics.update({name: value.mean() for name, value in infos.items()})
-            metrics.update({f"test_{name}": value for name, value in test_metrics(params, test_key).items()})
+            metrics.update({f"test_{name}": value for name, value in test_metrics.items()})
             return (params, optimizer_state, (obs, env_state), key), metrics
 
         runner_state = (params, optimizer_state, vmap_reset(config["NUM_ENVS"], reset_key), loop_key)
@@ -366,6 +399,37 @@ class DQNTimeStep(NamedTuple):
     done: jax.Array
 
 
+def unbatched_timestep(env: Any, env_params: Any, key: jax.Array) -> DQNTimeStep:
+    """The script sizes its buffer from one unbatched step, with an action from the space without params."""
+    dummy_action = env.action_space().sample(key)
+    _, dummy_state = env.reset(key, env_params)
+    dummy_obs, _, dummy_reward, dummy_done, _ = env.step(key, dummy_state, dummy_action, env_params)
+    return DQNTimeStep(dummy_obs, dummy_action, dummy_reward, dummy_done)
+
+
+def buffer_init(timestep: DQNTimeStep, capacity: int, num_envs: int) -> DQNTimeStep:
+    """flashbax's flat buffer's ``init``, written as a ring: ``capacity`` rows of ``num_envs`` zeroed timesteps
+    shaped like ``timestep``."""
+    return jax.tree.map(lambda x: jnp.zeros((capacity, num_envs, *jnp.shape(x)), jnp.asarray(x).dtype), timestep)
+
+
+def buffer_add(buffer: DQNTimeStep, row: jax.Array, timestep: DQNTimeStep) -> DQNTimeStep:
+    """The vmapped envs' ``timestep`` written over the ring's ``row``."""
+    return jax.tree.map(lambda store, x: store.at[row].set(x), buffer, timestep)
+
+
+def buffer_sample(
+    buffer: DQNTimeStep, row_key: jax.Array, env_key: jax.Array, step: jax.Array, batch_size: int
+) -> tuple[DQNTimeStep, jax.Array]:
+    """flashbax's ``sample``: ``batch_size`` timesteps of random envs at random rows below ``min(step,
+    capacity - 1)``, and the observations one row on (its ``second.obs``)."""
+    capacity, num_envs = buffer.done.shape[:2]
+    rows = jax.random.randint(row_key, (batch_size,), 0, jnp.minimum(step, capacity - 1))
+    envs = jax.random.randint(env_key, (batch_size,), 0, num_envs)
+    first = jax.tree.map(lambda store: store[rows, envs], buffer)
+    return first, buffer.obs[(rows + 1) % capacity, envs]
+
+
 def make_dqn_train(config: dict[str, Any], env: Any, env_params: Any):
     """PureJaxRL ``dqn.py``: one vmapped env step per update, a flat replay buffer of ``(obs, action,
     reward, done)`` rows (flashbax's, written here as a ring), a target network and the scalar metrics."""
@@ -379,14 +443,7 @@ def make_dqn_train(config: dict[str, Any], env: Any, env_params: Any):
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(reset_key, config["NUM_ENVS"]), env_params
         )
-        # The script sizes its buffer from one unbatched step, with an action from the space without params.
-        dummy_action = env.action_space().sample(dummy_key)
-        _, dummy_state = env.reset(dummy_key, env_params)
-        dummy_obs, _, dummy_reward, dummy_done, _ = env.step(dummy_key, dummy_state, dummy_action, env_params)
-        buffer = jax.tree.map(
-            lambda x: jnp.zeros((capacity, config["NUM_ENVS"], *jnp.shape(x)), jnp.asarray(x).dtype),
-            DQNTimeStep(dummy_obs, dummy_action, dummy_reward, dummy_done),
-        )
+        buffer = buffer_init(unbatched_timestep(env, env_params, dummy_key), capacity, config["NUM_ENVS"])
         params = network.init(init_key, jnp.zeros(env.observation_space(env_params).shape))
         optimizer_state = tx.init(params)
 
@@ -399,15 +456,10 @@ def make_dqn_train(config: dict[str, Any], env: Any, env_params: Any):
             obs, env_state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
                 jax.random.split(step_key, config["NUM_ENVS"]), env_state, action, env_params
             )
-            row = step % capacity
-            stored = DQNTimeStep(last_obs, action, reward, done)
-            buffer = jax.tree.map(lambda store, x: store.at[row].set(x), buffer, stored)
+            buffer = buffer_add(buffer, step % capacity, DQNTimeStep(last_obs, action, reward, done))
 
             def learn(params, optimizer_state):
-                rows = jax.random.randint(row_key, (config["BATCH_SIZE"],), 0, jnp.minimum(step, capacity - 1))
-                envs = jax.random.randint(env_key, (config["BATCH_SIZE"],), 0, config["NUM_ENVS"])
-                first = jax.tree.map(lambda store: store[rows, envs], buffer)
-                second_obs = buffer.obs[(rows + 1) % capacity, envs]
+                first, second_obs = buffer_sample(buffer, row_key, env_key, step, config["BATCH_SIZE"])
                 next_q = jnp.max(network.apply(target_params, second_obs), axis=-1)
                 target = first.reward + (1 - first.done) * config["GAMMA"] * next_q
 

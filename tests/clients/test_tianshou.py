@@ -28,6 +28,33 @@ from tianshou.utils.space_info import SpaceInfo  # noqa: E402
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
 
+def seed_everything(seed: int, training_envs: ts.env.DummyVectorEnv, test_envs: ts.env.DummyVectorEnv) -> None:
+    """Not in this example: seeds, as Tianshou's other examples set them (its atari and mujoco scripts), so that
+    the run, and the untrained policy it is held to, are the same at every run."""
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    training_envs.seed(seed)
+    test_envs.seed(seed + 100)
+
+
+def make_algorithm(
+    env: gym.Env, lr: float, gamma: float, n_step: int, target_freq: int, eps_train: float, eps_test: float
+) -> ts.algorithm.DQN:
+    """The example's network, policy and DQN algorithm, sized from the watched env's spaces."""
+    space_info = SpaceInfo.from_env(env)
+    state_shape = space_info.observation_info.obs_shape
+    action_shape = space_info.action_info.action_shape
+    net = Net(state_shape=state_shape, action_shape=action_shape, hidden_sizes=[128, 128, 128])
+    optim = AdamOptimizerFactory(lr=lr)
+
+    policy = DiscreteQLearningPolicy(
+        model=net, action_space=env.action_space, eps_training=eps_train, eps_inference=eps_test
+    )
+    return ts.algorithm.DQN(
+        policy=policy, optim=optim, gamma=gamma, n_step_return_horizon=n_step, target_update_freq=target_freq
+    )
+
+
 def main(log_dir: pathlib.Path, seed: int = 0) -> tuple[float, float, float]:
     """The example's ``main``, task changed, budget smaller, seeded: the untrained and best test rewards, the
     watched return."""
@@ -42,27 +69,11 @@ def main(log_dir: pathlib.Path, seed: int = 0) -> tuple[float, float, float]:
     logger = ts.utils.TensorboardLogger(SummaryWriter(str(log_dir)))
     training_envs = ts.env.DummyVectorEnv([lambda: gym.make(task) for _ in range(num_training_envs)])
     test_envs = ts.env.DummyVectorEnv([lambda: gym.make(task) for _ in range(num_test_envs)])
-    # Not in this example: seeds, as Tianshou's other examples set them (its atari and mujoco scripts), so that
-    # the run, and the untrained policy it is held to, are the same at every run.
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    training_envs.seed(seed)
-    test_envs.seed(seed + 100)
+    seed_everything(seed, training_envs, test_envs)
 
     env = gym.make(task, render_mode="human")
     assert isinstance(env.action_space, gym.spaces.Discrete)
-    space_info = SpaceInfo.from_env(env)
-    state_shape = space_info.observation_info.obs_shape
-    action_shape = space_info.action_info.action_shape
-    net = Net(state_shape=state_shape, action_shape=action_shape, hidden_sizes=[128, 128, 128])
-    optim = AdamOptimizerFactory(lr=lr)
-
-    policy = DiscreteQLearningPolicy(
-        model=net, action_space=env.action_space, eps_training=eps_train, eps_inference=eps_test
-    )
-    algorithm = ts.algorithm.DQN(
-        policy=policy, optim=optim, gamma=gamma, n_step_return_horizon=n_step, target_update_freq=target_freq
-    )
+    algorithm = make_algorithm(env, lr, gamma, n_step, target_freq, eps_train, eps_test)
     training_collector = ts.data.Collector[CollectStats](
         algorithm,
         training_envs,
