@@ -3,7 +3,9 @@
 import math
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
 import types
 
 os.environ["SDL_VIDEODRIVER"] = "dummy"
@@ -23,6 +25,21 @@ from doors_gym.core import DoorsParams  # noqa: E402
 # Test files ask for optional stacks with `from stacks import needs` (tests/stacks.py).
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import stacks  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One JAX compilation cache for the whole session (the JAX arms' persistent cache, ``runtime``), unless the
+    caller set one: the workers (which inherit the variable) and the commands tests start load the programs another
+    test compiled instead of compiling them again. Removed at the end of the session."""
+    try:
+        from doors_gym_baselines.runtime import JAX_CACHE_VARIABLE
+    except ImportError:  # the env package alone: no JAX arm to cache for
+        return
+    if os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get(JAX_CACHE_VARIABLE):
+        return
+    folder = tempfile.mkdtemp(prefix="doors-gym-test-jax-cache-")
+    os.environ[JAX_CACHE_VARIABLE] = folder
+    config.add_cleanup(lambda: (shutil.rmtree(folder, ignore_errors=True), os.environ.pop(JAX_CACHE_VARIABLE, None)))
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -29,8 +29,16 @@ def python_blocks(path: pathlib.Path) -> list[str]:
     return [textwrap.dedent(code) for code in FENCE.findall(path.read_text())]
 
 
+SLOW_EXAMPLES = ("doors_gym_baselines.compare(",)
+"""Examples that train several arms and seeds to solved (about half a minute alone): in the slow tier."""
 EXAMPLES = [
-    pytest.param(path, index, code, id=f"{path.relative_to(ROOT).as_posix()}-{index}")
+    pytest.param(
+        path,
+        index,
+        code,
+        id=f"{path.relative_to(ROOT).as_posix()}-{index}",
+        marks=[pytest.mark.slow] if any(call in code for call in SLOW_EXAMPLES) else [],
+    )
     for path in (README, *DOC_PAGES)
     for index, code in enumerate(python_blocks(path))
 ]

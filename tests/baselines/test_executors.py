@@ -78,6 +78,7 @@ def test_dask_gives_the_local_figures_and_logs_host_and_worker(tmp_path: pathlib
     assert seeds_csv[0].endswith(",host,worker") and all(not line.endswith(",local") for line in seeds_csv[1:])
 
 
+@pytest.mark.slow
 def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pathlib.Path) -> None:
     options = tiny(tmp_path, "out", total_steps=30_000, eval_every=10_000)
     killed: list[str] = []
@@ -130,6 +131,7 @@ def test_a_run_that_raises_is_named_and_the_others_finish(tmp_path: pathlib.Path
     assert cached["seeds"][0]["seed"] == 100  # a rerun trains only the run that failed
 
 
+@pytest.mark.slow
 def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pathlib.Path) -> None:
     scheduler_file = tmp_path / "scheduler.json"
     dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
@@ -200,6 +202,7 @@ def test_ctrl_c_stops_the_workers_and_leaves_nothing_running(tmp_path: pathlib.P
         ("compare-quick", "KILLED")]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_tune_workers_replace_a_killed_one_and_reach_the_trial_count(tmp_path: pathlib.Path) -> None:
     import optuna
 

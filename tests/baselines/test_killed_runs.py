@@ -64,6 +64,7 @@ def assert_cleaned(resumed: subprocess.CompletedProcess, tracking_uri: str, expe
     assert not client.search_runs([experiment_id], "attributes.status = 'RUNNING'"), "a run was left RUNNING"
 
 
+@pytest.mark.slow
 def test_a_killed_comparison_resumes_in_its_own_parent_run(tmp_path: pathlib.Path) -> None:
     # A comparison's runs are logged by the driver once trained: killed while seed 101 trains (seed 100 logged),
     # its parent run is left RUNNING, ended KILLED by the next command, then continued by it.
@@ -87,6 +88,7 @@ def test_a_killed_comparison_resumes_in_its_own_parent_run(tmp_path: pathlib.Pat
     assert children == [("flax-numpy-seed100", "FINISHED", parent), ("flax-numpy-seed101", "FINISHED", parent)]
 
 
+@pytest.mark.slow
 def test_a_killed_confirmation_run_ends_killed(tmp_path: pathlib.Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     command = doors_gym("tune", "--arm", "flax-numpy", "--n-trials", "2", "--confirm-top", "1", "--confirm-seeds", "2",

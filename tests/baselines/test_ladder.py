@@ -122,6 +122,7 @@ def random_compare(tmp_path_factory: pytest.TempPathFactory):
     return options, compare.compare(options, RunSettings(quiet=True, profile=False))
 
 
+@pytest.mark.slow
 def test_compare_at_a_level_runs_every_arm_on_its_backends_id(random_compare) -> None:
     options, outcome = random_compare
     with open(pathlib.Path(options.out) / "compare_seeds.csv") as handle:

@@ -29,6 +29,7 @@ EXPLORING = [
 algorithm): each lane here draws them."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exploring", [False, True], ids=["plain", "exploring"])
 def test_each_lane_trains_as_its_trial_alone(exploring):
     jax = needs("jax")
@@ -74,6 +75,7 @@ def tune_lanes(tmp_path: pathlib.Path, n_trials: int, trials_per_program: int, t
     return tuning.tune(options, run), options
 
 
+@pytest.mark.slow
 def test_a_study_of_programs_asks_distinct_trials_that_share_the_program_coordinates(tmp_path: pathlib.Path):
     optuna = needs("optuna")
     needs("mlflow")
@@ -141,6 +143,7 @@ class FreezeAtFirstEvaluation:
         assert not indices
 
 
+@pytest.mark.slow
 def test_live_lanes_gathered_into_a_smaller_program_train_on_as_before(monkeypatch):
     """Three of four lanes stop at the first evaluation and the live one moves into a program of its own: it ends
     where it ends in the program that kept all four, and the stopped lanes keep their networks and figures."""

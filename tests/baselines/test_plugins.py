@@ -183,6 +183,7 @@ def test_a_plugin_arm_refuses_a_hyperparameter_it_does_not_have(toy_site, tmp_pa
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_plugin_arm_is_tuned_and_compared_beside_a_builtin_one(toy_site, tmp_path):
     storage, tracking = f"sqlite:///{tmp_path / 'optuna.db'}", f"sqlite:///{tmp_path / 'mlflow.db'}"
     tuned = doors_gym(

@@ -182,7 +182,11 @@ def test_enjoy_renders_a_registered_champion(logged, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     ("arm_name", "changes", "level_name"),
-    [("torch-numpy", {}, "3Walls"), ("flax-scan", {"relative_inputs": True}, "3Walls"), ("flax-numpy", {}, "63x63")],
+    [
+        ("torch-numpy", {}, "3Walls"),
+        ("flax-scan", {"relative_inputs": True}, "3Walls"),
+        pytest.param("flax-numpy", {}, "63x63", marks=pytest.mark.slow),
+    ],
 )
 def test_a_model_at_a_level_with_random_doors_logs_and_predicts_on_that_levels_observations(
     arm_name, changes, level_name, tmp_path

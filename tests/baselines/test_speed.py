@@ -92,6 +92,7 @@ LOSS_TOLERANCE = 1e-5
 """How far (relative) the seeds of one run may drift when spread over devices: the float tolerance docs/baselines.md states."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isa", ["host", "AVX2"])
 def test_seeds_spread_over_devices_compute_what_they_compute_alone(isa):
     # Spread over devices, a seed runs in a program of another batch shape (its device's seeds, not all of

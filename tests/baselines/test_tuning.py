@@ -262,6 +262,7 @@ def _kill_during_a_trial(process: subprocess.Popen, storage: str, tracking_uri: 
     pytest.fail("the first worker never ran a second trial to interrupt")
 
 
+@pytest.mark.slow
 def test_killed_study_resumes_without_duplicates(tmp_path: pathlib.Path) -> None:
     storage, tracking_uri = _store(tmp_path)
     command = _tune_command(tmp_path, "--n-trials", "3")
@@ -301,6 +302,7 @@ SHARED_STORAGES = ["sqlite"] + (["server"] if os.environ.get("DOORS_GYM_TEST_STO
 """SQLite always; set ``DOORS_GYM_TEST_STORAGE`` to an empty database's URL (PostgreSQL) to test a server too."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", SHARED_STORAGES)
 @pytest.mark.parametrize("arm", ["flax-numpy", "flax-scan"])  # one trial per program; programs of 2 trials
 def test_two_workers_share_one_study(kind: str, arm: str, tmp_path: pathlib.Path) -> None:

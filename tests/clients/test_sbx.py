@@ -71,6 +71,7 @@ def test_sbx_dqn_by_id_learns():
     assert_learned(figures)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:You have specified a mini-batch size")
 def test_sbx_ppo_by_id_learns():
     figures = []

@@ -114,6 +114,7 @@ def main(log_dir: pathlib.Path, seed: int = 0) -> tuple[float, float, float]:
     return float(untrained), float(result.best_reward), float(watched.returns.mean())
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:render_mode='human' shows nothing")
 @pytest.mark.filterwarnings("ignore:Single environment detected")
 def test_tianshou_dqn_example_learns_on_the_flat_id(tmp_path):
