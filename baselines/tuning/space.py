@@ -49,11 +49,12 @@ EXPLORATION = (
     Range("restart_fraction", 0.1, 1.0),
     Range("relative_inputs", choices=(False, True)),
     Range("dueling", choices=(False, True)),
-    Range("step_cost", 0.0, 0.2),
+    Range("step_cost", 0.0, 1.0),
 )
 """Directed exploration, searched where each episode draws its doors (the larger levels'): multi-step returns,
-exploring starts and their decay, the relative inputs, the dueling heads and a training-only step cost. A study of
-``Doors-v0`` leaves them off."""
+exploring starts and their decay, the relative inputs, the dueling heads and a training-only step cost (up to 1: the
+``31x31`` preset's 0.5 lies inside, so a study at that level starts from it unclipped). A study of ``Doors-v0``
+leaves them off."""
 
 Space = Sequence[Range]
 """A search space: its coordinates, in the order a trial samples them."""

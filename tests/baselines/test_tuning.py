@@ -107,6 +107,28 @@ def test_search_space_is_well_conditioned_and_round_trips() -> None:
     assert all(0.01 <= config.tau <= 1.0 and 0.0 <= config.lr_end_fraction <= 1.0 for config in sampled)
 
 
+@pytest.mark.parametrize("level_name", ["Random", "3Walls", "31x31", "63x63"])
+def test_each_level_preset_lies_inside_the_space_a_study_at_that_level_searches(level_name: str) -> None:
+    """``tune --level L`` queues L's shared preset as its first trial: no coordinate of it may be clipped into the
+    space on the way (a step cost of 0.5 once became 0.2, and the first trial was not the preset that solves)."""
+    from doors_gym.levels import get_level
+    from doors_gym_baselines import presets
+
+    hyperparameters = presets.level_preset(level_name).config(None).hyperparameters
+    assert get_level(level_name).params().random_doors
+    coordinates = space.to_coordinates(hyperparameters, space.SPACE + space.EXPLORATION)
+    for coordinate in space.SPACE + space.EXPLORATION:
+        value = coordinates[coordinate.name]
+        if coordinate.choices:
+            assert value in coordinate.choices, (coordinate.name, value)
+        else:
+            assert coordinate.low <= value <= coordinate.high, (coordinate.name, value, coordinate.low, coordinate.high)
+    queued = space.hyperparameters_from_params(space.params_for(hyperparameters, space.SPACE + space.EXPLORATION),
+                                               hyperparameters, space.SPACE + space.EXPLORATION)  # fmt: skip
+    # Only the sizes move, to the nearest power of two.
+    assert dataclasses.replace(queued, buffer_size=hyperparameters.buffer_size) == hyperparameters
+
+
 def test_learning_score_is_the_running_mean_of_greedy_reward() -> None:
     rows = [row(step, value) for step, value in ((1, 0.1), (2, 0.5), (3, 0.6))]
     assert scores.learning_score(rows) == pytest.approx(0.4)
