@@ -113,18 +113,19 @@ def test_each_level_preset_lies_inside_the_space_a_study_at_that_level_searches(
     space on the way (a step cost of 0.5 once became 0.2, and the first trial was not the preset that solves)."""
     from doors_gym.levels import get_level
     from doors_gym_baselines import presets
+    from doors_gym_baselines.arms import get_arm
 
     hyperparameters = presets.level_preset(level_name).config(None).hyperparameters
-    assert get_level(level_name).params().random_doors
-    coordinates = space.to_coordinates(hyperparameters, space.SPACE + space.EXPLORATION)
-    for coordinate in space.SPACE + space.EXPLORATION:
+    searched = space.space_of(get_arm("flax-scan"), get_level(level_name).params())
+    assert set(space.EXPLORATION) <= set(searched)  # the level draws its doors: exploration is searched
+    coordinates = space.to_coordinates(hyperparameters, searched)
+    for coordinate in searched:
         value = coordinates[coordinate.name]
         if coordinate.choices:
             assert value in coordinate.choices, (coordinate.name, value)
         else:
             assert coordinate.low <= value <= coordinate.high, (coordinate.name, value, coordinate.low, coordinate.high)
-    queued = space.hyperparameters_from_params(space.params_for(hyperparameters, space.SPACE + space.EXPLORATION),
-                                               hyperparameters, space.SPACE + space.EXPLORATION)  # fmt: skip
+    queued = space.hyperparameters_from_params(space.params_for(hyperparameters, searched), hyperparameters, searched)
     # Only the sizes move, to the nearest power of two.
     assert dataclasses.replace(queued, buffer_size=hyperparameters.buffer_size) == hyperparameters
 
