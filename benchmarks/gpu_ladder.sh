@@ -1,77 +1,105 @@
 #!/usr/bin/env bash
 # The ladder's two largest levels on one GPU (issue "Every rung solved"), one command within 8 minutes: the fully
-# jitted arm at 31x31 and 63x63 (its first 8M env steps) with the level's shared preset and with 1024 parallel envs
+# jitted arm (3 seeds in one program) at 31x31 and 63x63 with the level's shared preset and with 1024 parallel envs
 # (an update every vector step, a 2^20-transition buffer, everything else the level preset's), and torch over the
-# NumPy env with `--device cuda` at 31x31 (its rate over 2M env steps). Prints each comparison's table, then one
-# table of them all (level, preset, arm, solved, seconds and env steps to solved, env steps/s), and writes
-# OUT/card.txt with the GPU's name. Commit OUT under benchmarks/results/gpu/<card>/.
+# NumPy env with `device=cuda` at 31x31. Each row stops when every seed is solved through the preset's hold-out
+# window (as compare does), at its env-step budget, or at its wall limit, whichever comes first, and its curve is
+# kept as it comes (OUT/NAME.txt, OUT/NAME.jsonl). Then one table of them all: level, preset, arm, seeds solved, env
+# steps and seconds to solved, how far the row got and why it stopped, env steps/s (wall clock, compile and
+# evaluations in). OUT/card.txt holds the GPU's name. Commit OUT under benchmarks/results/gpu/<card>/.
+#
+# It runs benchmarks/level_trial.py, not `doors-gym compare`: the jitted arm and the torch arm need JAX, Flax, optax,
+# torch and Gymnasium alone, so a bare GPU image with those runs it (no MLflow, Optuna or database).
 #
 #   bash benchmarks/gpu_ladder.sh benchmarks/results/gpu/H100 | tee gpu_ladder.txt
-#   SMOKE=1 bash benchmarks/gpu_ladder.sh /tmp/gpu-smoke     # the same commands on tiny budgets (any machine)
+#   PYTHON=python3 bash benchmarks/gpu_ladder.sh OUT      # an interpreter with the packages and doors-gym importable
+#   SMOKE=1 bash benchmarks/gpu_ladder.sh /tmp/gpu-smoke  # the same rows on tiny budgets, on the CPU (any machine)
 set -euo pipefail
 out="${1:-out/gpu_ladder}"
-bin="${BIN:-.venv/bin}"
-seeds="${SEEDS:-2}"
+python="${PYTHON:-.venv/bin/python}"
+seeds="${SEEDS:-3}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 cd "$(dirname "$0")/.."
-budget=()
-# Short, but long enough for a 1024-env run to end episodes at 63x63 (504 steps each).
-[ -z "${SMOKE:-}" ] || budget=(--total-steps 600000 --eval-every 300000)
-# torch over the NumPy env steps about 10k env steps/s at 31x31 (the CPU env): the level preset's 10M would take some
-# 17 minutes, so its row measures the rate over 2M env steps and is not expected to solve.
-torch_budget=(--total-steps 2000000 --eval-every 500000)
-[ -z "${SMOKE:-}" ] || torch_budget=("${budget[@]}")
-# The 63x63 preset's 24M env steps a seed at 16 envs would not fit either: its row runs the first 8M (learning begins
-# at 8-10M on the CPU, benchmarks/results/ladder/probes/exploration/README.md) and says how far it got.
-long_budget=(--total-steps 8000000 --eval-every 1000000)
-[ -z "${SMOKE:-}" ] || long_budget=("${budget[@]}")
+trial=(--arm flax-scan --seed 1 --seeds "$seeds")
+wide=(--set num_envs=1024 --set train_frequency=1 --set buffer_size=1048576)
 device=cuda
-[ -z "${SMOKE:-}" ] || device=cpu
-# The 1024-env presets: the level's shared preset with the width changed (written where the results go).
-"$bin/python" - "$out" <<'PY'
-import dataclasses, sys
-from doors_gym_baselines.config import RunSettings
-from doors_gym_baselines.presets import level_preset, write_preset
-
-for level in ("31x31", "63x63"):
-    preset = level_preset(level)
-    config = preset.config(None)
-    wide = dataclasses.replace(config.hyperparameters, num_envs=1024, train_frequency=1, buffer_size=2**20)
-    study = {"origin": f"{preset.name} with 1024 envs, an update every vector step, a 2^20 buffer"}
-    write_preset(f"{sys.argv[1]}/wide-{level}.yml", wide, config.run, study, written_by="benchmarks/gpu_ladder.sh")
-PY
-run() {  # NAME ARGUMENTS...: one comparison, its table printed as it ends
-    local name="$1"
-    shift
-    echo "== $name"
-    "$bin/doors-gym" compare --no-models --quiet --fresh --out "$out/$name" --tracking-uri "sqlite:///$out/mlflow.db" \
-        "${budget[@]}" "$@"
+# Budgets: the level preset's at 31x31 (10M env steps a seed); the 63x63 preset's 24M would not fit, its row runs
+# what its wall limit allows (learning began at 7M on the CPU, benchmarks/results/ladder/probes/exploration/); the
+# 1024-env rows the level preset's (as many env steps, 64 times fewer updates); torch its wall limit's worth.
+b31=(--steps 10000000 --eval-every 500000)
+b63=(--steps 24000000 --eval-every 1000000)
+btorch=(--steps 10000000 --eval-every 500000)
+# Wall limits in seconds (they sum to 470 s; start-up and compile are inside them).
+w31=180 w31wide=60 w63=105 w63wide=80 wtorch=45
+if [ -n "${SMOKE:-}" ]; then
+    b31=(--steps 40000 --eval-every 20000) b63=("${b31[@]}") btorch=("${b31[@]}")
+    wide=(--set num_envs=64 --set train_frequency=1 --set buffer_size=65536)
+    w31="${SMOKE_WALL:-300}" device=cpu
+    w31wide=$w31 w63=$w31 w63wide=$w31 wtorch=$w31
+fi
+"$python" -c "import jax; print('jax', jax.__version__, jax.devices())"
+"$python" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+failed=()
+row() {  # NAME WALL_S ARGUMENTS...: one level_trial.py run, its curve printed and kept as it comes
+    local name="$1" wall="$2"
+    shift 2
+    echo "== $name (wall limit $wall s): $*"
+    local status=0
+    PYTHONUNBUFFERED=1 timeout "$wall" "$python" -W ignore benchmarks/level_trial.py "$@" --stop-when-solved \
+        --log "$out/$name.jsonl" --set profile=false >"$out/$name.txt" 2>&1 || status=$?
+    cat "$out/$name.txt"
+    # 124: stopped at the wall limit (the table says so); anything else fails the script, after the table.
+    [ "$status" = 0 ] || [ "$status" = 124 ] || { echo "$name failed with status $status" >&2; failed+=("$name"); }
 }
 start=$SECONDS
-run 31x31-preset --level 31x31 --arms flax-scan --seeds "$seeds"
-run 31x31-wide --level 31x31 --arms flax-scan --seeds "$seeds" --preset "$out/wide-31x31.yml"
-run 63x63-preset --level 63x63 --arms flax-scan --seeds "$seeds" "${long_budget[@]}"
-run 63x63-wide --level 63x63 --arms flax-scan --seeds "$seeds" --preset "$out/wide-63x63.yml"
-run 31x31-torch-cuda --level 31x31 --arms torch-numpy --seeds 1 --device "$device" "${torch_budget[@]}"
+row 31x31-preset "$w31" --level 31x31 "${trial[@]}" "${b31[@]}"
+row 31x31-wide "$w31wide" --level 31x31 "${trial[@]}" "${b31[@]}" "${wide[@]}"
+row 63x63-preset "$w63" --level 63x63 "${trial[@]}" "${b63[@]}"
+row 63x63-wide "$w63wide" --level 63x63 "${trial[@]}" "${b63[@]}" "${wide[@]}"
+row 31x31-torch-cuda "$wtorch" --level 31x31 --arm torch-numpy --seed 1 "${btorch[@]}" --set device="$device"
 echo "== all of them ($((SECONDS - start)) s)"
-"$bin/python" - "$out" <<'PY'
-import csv, pathlib, sys
+"$python" - "$out" <<'PY'
+import json, pathlib, sys
 
 out = pathlib.Path(sys.argv[1])
-print("| comparison | arm | solved | s to solved, IQM | env steps to solved, IQM | greedy success | env steps/s |")
-print("|---|---|---:|---:|---:|---:|---:|")
-for table in sorted(out.glob("*/compare.csv")):
-    for row in csv.DictReader(table.open()):
-        if not row["seeds"]:  # the oracle's row
-            continue
-        figures = [float(row[name]) for name in ("seconds_to_solved_iqm", "steps_to_solved_iqm")]
-        print(
-            f"| {table.parent.name} | {row['arm']} | {row['solved']}/{row['seeds']} | {figures[0]:.1f} "
-            f"| {figures[1]:,.0f} | {float(row['greedy_success_rate_mean']):.3f} "
-            f"| {float(row['env_steps_per_second']):,.0f} |"
-        )
+print(
+    "| row | level | arm | seeds solved | env steps to solved (each seed) | s to solved (each seed) | env steps reached "
+    "| stopped by | greedy success | env steps/s |"
+)
+print("|---|---|---|---:|---|---|---:|---|---:|---:|")
+for log in sorted(out.glob("*.jsonl"), key=lambda path: path.stat().st_mtime):
+    header, *rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    if not rows:
+        print(f"| {log.stem} | {header['level']} | {header['arm']} | 0/{header['seeds']} | | | 0 | wall limit | | |")
+        continue
+    solved = []  # each seed's first solved streak spanning the hold-out window (where its own run would stop)
+    for seed in range(header["seeds"]):
+        start = None
+        for row in rows:
+            if not row["per_seed"][seed]["solved"]:
+                start = None
+                continue
+            start = start or row
+            if row["step"] - start["step"] >= header["hold_out_steps"]:
+                solved.append(start)
+                break
+    last = rows[-1]
+    if len(solved) == header["seeds"]:
+        stopped = "solved"
+    elif last["step"] >= header["total_steps"]:
+        stopped = "budget"
+    else:
+        stopped = "wall limit"
+    rate = last["step"] * header["seeds"] / last["seconds"]
+    steps = " ".join(f"{row['step']:,}" for row in solved)
+    seconds = " ".join(f"{row['seconds']:.0f}" for row in solved)
+    print(
+        f"| {log.stem} | {header['level']} | {header['arm']} | {len(solved)}/{header['seeds']} | {steps} | {seconds} "
+        f"| {last['step']:,} | {stopped} | {last['greedy_success_rate']:.3f} | {rate:,.0f} |"
+    )
 PY
 (nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU (nvidia-smi absent)") \
     >"$out/card.txt"
 cat "$out/card.txt"
+[ ${#failed[@]} = 0 ] || { echo "failed: ${failed[*]}" >&2; exit 1; }

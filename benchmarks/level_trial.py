@@ -16,6 +16,7 @@ and prints each seed's success and rolling reward.
 from __future__ import annotations
 
 import argparse
+import json
 
 import yaml
 
@@ -29,9 +30,13 @@ from doors_gym_baselines.presets import level_preset, load_preset
 class LivePrinter:
     """A :class:`~doors_gym_baselines.harness.Reporter` that prints each evaluation's row as it is made."""
 
-    def __init__(self, seeds: int) -> None:
+    def __init__(self, seeds: int, log: str | None = None, header: dict | None = None) -> None:
         self.seeds = seeds
         self.last_step = -1
+        self.log = None if log is None else open(log, "w", encoding="utf-8")  # noqa: SIM115  # closed in close()
+        if self.log is not None:
+            self.log.write(json.dumps(header or {}) + "\n")
+            self.log.flush()
         per_seed = " | success by seed | rolling by seed" if seeds > 1 else ""
         print(f"| env steps | wall s | greedy success | greedy step reward | rolling reward | solved{per_seed} |")
         print("|---:|---:|---:|---:|---:|---|" + ("---|---|" if seeds > 1 else ""), flush=True)
@@ -46,7 +51,24 @@ class LivePrinter:
             line += " | " + " ".join(f"{seed.greedy_success_rate:.3f}" for seed in row.per_seed)
             line += " | " + " ".join(f"{seed.rolling_reward:.3f}" for seed in row.per_seed)
         print(line + " |", flush=True)
+        if self.log is not None:  # a line as each evaluation comes: a run stopped at a wall limit keeps its curve
+            seeds = [
+                {"seed": seed.seed, "greedy_success_rate": seed.greedy_success_rate,
+                 "rolling_reward": seed.rolling_reward, "solved": seed.solved}
+                for seed in row.per_seed
+            ]
+            figures = {
+                "step": int(row.step), "seconds": row.seconds, "sps": row.sps,
+                "greedy_success_rate": row.greedy_success_rate, "greedy_step_reward": row.greedy_step_reward,
+                "rolling_reward": row.rolling_reward, "solved": row.solved, "per_seed": seeds,
+            }
+            self.log.write(json.dumps(figures) + "\n")
+            self.log.flush()
         return row.greedy_step_reward
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
 
     def report(self, value: float, step: int) -> None:
         pass
@@ -67,6 +89,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seeds", type=int, default=1, help="seeds trained together in one run (from --seed)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--stop-when-solved", action="store_true",
+        help="stop once every seed is solved through the preset's hold-out window (as compare does)",
+    )
+    parser.add_argument(
+        "--log", default=None, help="write each evaluation here as a JSON line as it comes (after a header line)"
+    )
     parser.add_argument("--save", default=None, help="write the first seed's trained model here (doors-gym enjoy reads it)")
     args = parser.parse_args()
     changes = {}
@@ -80,17 +109,23 @@ def main() -> None:
     layout = level_run(get_level(args.level))
     config = config.replace(
         total_steps=args.steps, eval_every=args.eval_every, seed=args.seed, num_seeds=args.seeds, quiet=True,
-        stop_when_solved=False, **layout, **changes,
+        stop_when_solved=args.stop_when_solved, **layout, **changes,
     )
     print(
         f"{arm.name} at {args.level}, seeds {args.seed}-{args.seed + args.seeds - 1}, preset {preset.name}, "
         f"changes {changes}; bar {solved_reward(config.params)}",
         flush=True,
     )
-    printer = LivePrinter(args.seeds)
+    header = {
+        "arm": arm.name, "level": args.level, "seed": args.seed, "seeds": args.seeds, "preset": preset.name,
+        "changes": changes, "bar": solved_reward(config.params), "total_steps": args.steps,
+        "hold_out_steps": config.run.hold_out_steps, "stop_when_solved": args.stop_when_solved,
+    }
+    printer = LivePrinter(args.seeds, args.log, header)
     result = arm.train(config, printer)
     if result.history and int(result.history[-1].step) != printer.last_step:  # the final evaluation, not reported
         printer.observe(result.history[-1])
+    printer.close()
     print(f"env steps per second {result.env_steps / result.wall_seconds:,.0f}")
     if args.save:
         print(f"model: {arm.save(result, args.save)}")
