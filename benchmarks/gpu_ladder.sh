@@ -14,6 +14,9 @@
 #   bash benchmarks/gpu_ladder.sh benchmarks/results/gpu/H100 | tee gpu_ladder.txt
 #   PYTHON=python3 bash benchmarks/gpu_ladder.sh OUT      # an interpreter with the packages and doors-gym importable
 #   SMOKE=1 bash benchmarks/gpu_ladder.sh /tmp/gpu-smoke  # the same rows on tiny budgets, on the CPU (any machine)
+# On a GPU image that has JAX, Flax, optax and torch but not doors-gym or Gymnasium (as it ran on the H200): here,
+# `pip wheel --no-deps -w WHEELS .` and `pip download --no-deps --python-version 3.12 -d WHEELS gymnasium
+# farama-notifications`; there, `pip install --no-deps --target SITE WHEELS/*.whl`, then PYTHONPATH=SITE PYTHON=python3.
 set -euo pipefail
 out="${1:-out/gpu_ladder}"
 python="${PYTHON:-.venv/bin/python}"
@@ -29,9 +32,11 @@ device=cuda
 # 1024-env rows the level preset's (as many env steps, 64 times fewer updates); torch its wall limit's worth.
 b31=(--steps 10000000 --eval-every 500000)
 b63=(--steps 24000000 --eval-every 1000000)
-btorch=(--steps 10000000 --eval-every 500000)
-# Wall limits in seconds (they sum to 470 s; start-up and compile are inside them).
-w31=180 w31wide=60 w63=105 w63wide=80 wtorch=45
+btorch=(--steps 10000000 --eval-every 250000)
+# Wall limits in seconds (they sum to 470 s; start-up and compile are inside them), from an H200's rates
+# (benchmarks/results/gpu/H200/README.md): 31x31's 10M in 145 s, its 1024 envs' in about 75 s, torch's first
+# 250k env steps in 44 s; the 63x63 rows measure their rate and how far they got.
+w31=160 w31wide=80 w63=90 w63wide=70 wtorch=70
 if [ -n "${SMOKE:-}" ]; then
     b31=(--steps 40000 --eval-every 20000) b63=("${b31[@]}") btorch=("${b31[@]}")
     wide=(--set num_envs=64 --set train_frequency=1 --set buffer_size=65536)
