@@ -4,9 +4,10 @@
 # (an update every vector step, a 2^20-transition buffer, everything else the level preset's), and torch over the
 # NumPy env with `device=cuda` at 31x31. Each row stops when every seed is solved through the preset's hold-out
 # window (as compare does), at its env-step budget, or at its wall limit, whichever comes first, and its curve is
-# kept as it comes (OUT/NAME.txt, OUT/NAME.jsonl). Then one table of them all: level, preset, arm, seeds solved, env
-# steps and seconds to solved, how far the row got and why it stopped, env steps/s (wall clock, compile and
-# evaluations in). OUT/card.txt holds the GPU's name. Commit OUT under benchmarks/results/gpu/<card>/.
+# kept as it comes (OUT/NAME.txt, OUT/NAME.jsonl). Then one table of them all (benchmarks/trial_table.py): level,
+# arm, seeds solved, env steps and seconds to solved, how far the row got and why it stopped, env steps/s (wall
+# clock, compile and evaluations in). OUT/card.txt holds the GPU's name. Commit OUT under
+# benchmarks/results/gpu/<card>/.
 #
 # It runs benchmarks/level_trial.py, not `doors-gym compare`: the jitted arm and the torch arm need JAX, Flax, optax,
 # torch and Gymnasium alone, so a bare GPU image with those runs it (no MLflow, Optuna or database).
@@ -45,11 +46,12 @@ if [ -n "${SMOKE:-}" ]; then
 fi
 "$python" -c "import jax; print('jax', jax.__version__, jax.devices())"
 "$python" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
-failed=()
+failed=() logs=()
 row() {  # NAME WALL_S ARGUMENTS...: one level_trial.py run, its curve printed and kept as it comes
     local name="$1" wall="$2"
     shift 2
     echo "== $name (wall limit $wall s): $*"
+    logs+=("$out/$name.jsonl")
     local status=0
     PYTHONUNBUFFERED=1 timeout "$wall" "$python" -W ignore benchmarks/level_trial.py "$@" --stop-when-solved \
         --log "$out/$name.jsonl" --set profile=false >"$out/$name.txt" 2>&1 || status=$?
@@ -64,46 +66,7 @@ row 63x63-preset "$w63" --level 63x63 "${trial[@]}" "${b63[@]}"
 row 63x63-wide "$w63wide" --level 63x63 "${trial[@]}" "${b63[@]}" "${wide[@]}"
 row 31x31-torch-cuda "$wtorch" --level 31x31 --arm torch-numpy --seed 1 "${btorch[@]}" --set device="$device"
 echo "== all of them ($((SECONDS - start)) s)"
-"$python" - "$out" <<'PY'
-import json, pathlib, sys
-
-out = pathlib.Path(sys.argv[1])
-print(
-    "| row | level | arm | seeds solved | env steps to solved (each seed) | s to solved (each seed) | env steps reached "
-    "| stopped by | greedy success | env steps/s |"
-)
-print("|---|---|---|---:|---|---|---:|---|---:|---:|")
-for log in sorted(out.glob("*.jsonl"), key=lambda path: path.stat().st_mtime):
-    header, *rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    if not rows:
-        print(f"| {log.stem} | {header['level']} | {header['arm']} | 0/{header['seeds']} | | | 0 | wall limit | | |")
-        continue
-    solved = []  # each seed's first solved streak spanning the hold-out window (where its own run would stop)
-    for seed in range(header["seeds"]):
-        start = None
-        for row in rows:
-            if not row["per_seed"][seed]["solved"]:
-                start = None
-                continue
-            start = start or row
-            if row["step"] - start["step"] >= header["hold_out_steps"]:
-                solved.append(start)
-                break
-    last = rows[-1]
-    if len(solved) == header["seeds"]:
-        stopped = "solved"
-    elif last["step"] >= header["total_steps"]:
-        stopped = "budget"
-    else:
-        stopped = "wall limit"
-    rate = last["step"] * header["seeds"] / last["seconds"]
-    steps = " ".join(f"{row['step']:,}" for row in solved)
-    seconds = " ".join(f"{row['seconds']:.0f}" for row in solved)
-    print(
-        f"| {log.stem} | {header['level']} | {header['arm']} | {len(solved)}/{header['seeds']} | {steps} | {seconds} "
-        f"| {last['step']:,} | {stopped} | {last['greedy_success_rate']:.3f} | {rate:,.0f} |"
-    )
-PY
+"$python" benchmarks/trial_table.py "${logs[@]}"
 (nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU (nvidia-smi absent)") \
     >"$out/card.txt"
 cat "$out/card.txt"

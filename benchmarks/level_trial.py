@@ -66,8 +66,10 @@ class LivePrinter:
             self.log.flush()
         return row.greedy_step_reward
 
-    def close(self) -> None:
+    def close(self, env_steps: int, wall_seconds: float) -> None:
+        """Ends the log with the run's end: a log without it was cut short (a wall limit, a kill)."""
         if self.log is not None:
+            self.log.write(json.dumps({"finished": True, "env_steps": env_steps, "wall_seconds": wall_seconds}) + "\n")
             self.log.close()
 
     def report(self, value: float, step: int) -> None:
@@ -125,7 +127,7 @@ def main() -> None:
     result = arm.train(config, printer)
     if result.history and int(result.history[-1].step) != printer.last_step:  # the final evaluation, not reported
         printer.observe(result.history[-1])
-    printer.close()
+    printer.close(int(result.env_steps), float(result.wall_seconds))
     print(f"env steps per second {result.env_steps / result.wall_seconds:,.0f}")
     if args.save:
         print(f"model: {arm.save(result, args.save)}")

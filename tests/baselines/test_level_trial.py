@@ -1,0 +1,91 @@
+"""benchmarks/level_trial.py's log and benchmarks/trial_table.py's reading of it (the GPU ladder's table)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def load_trial_table():
+    spec = importlib.util.spec_from_file_location("trial_table", ROOT / "benchmarks" / "trial_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def seed_rows(solved_by_step: list[tuple[int, bool, bool]]) -> list[dict]:
+    return [
+        {
+            "step": step, "seconds": step / 100, "sps": 0.0, "greedy_success_rate": 0.5, "greedy_step_reward": 0.1,
+            "rolling_reward": 0.2, "solved": first and second,
+            "per_seed": [{"seed": 1, "solved": first}, {"seed": 2, "solved": second}],
+        }
+        for step, first, second in solved_by_step
+    ]
+
+
+def write_log(
+    path: pathlib.Path, rows: list[dict], total_steps: int, hold_out_steps: int, finished: bool = True
+) -> pathlib.Path:
+    header = {
+        "arm": "flax-scan", "level": "31x31", "seed": 1, "seeds": 2, "preset": "shared-31x31", "changes": {},
+        "bar": 0.563, "total_steps": total_steps, "hold_out_steps": hold_out_steps, "stop_when_solved": True,
+    }
+    end = [{"finished": True, "env_steps": rows[-1]["step"] * 2, "wall_seconds": rows[-1]["seconds"]}]
+    end = end if finished else []
+    path.write_text("".join(json.dumps(line) + "\n" for line in [header, *rows, *end]), encoding="utf-8")
+    return path
+
+
+def test_a_seed_counts_as_solved_from_its_first_streak_that_spans_the_hold_out_window(tmp_path):
+    table = load_trial_table()
+    # seed 1: solved at 100, lost at 200, solved again from 300 through 500; seed 2: only at the last evaluation.
+    rows = seed_rows(
+        [(100, True, False), (200, False, False), (300, True, False), (400, True, False), (500, True, True)]
+    )
+    assert table.first_solved(rows, 0, hold_out_steps=200)["step"] == 300
+    assert table.first_solved(rows, 0, hold_out_steps=0)["step"] == 100
+    assert table.first_solved(rows, 1, hold_out_steps=100) is None
+    log = write_log(tmp_path / "run.jsonl", rows, total_steps=1000, hold_out_steps=200, finished=False)
+    line = table.table_row(log)
+    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    assert cells[:6] == ["run", "31x31", "flax-scan", "1/2", "300", "3"]
+    assert cells[6:9] == ["500", "wall limit", "0.500"]
+    assert cells[9] == "200"  # 500 env steps of each of 2 seeds in 5 s
+
+
+def test_a_run_solved_on_every_seed_stops_as_solved_and_one_at_its_budget_as_budget(tmp_path):
+    table = load_trial_table()
+    solved = seed_rows([(100, True, True), (200, True, True)])
+    line = table.table_row(write_log(tmp_path / "a.jsonl", solved, 200, 100))
+    assert "| 2/2 | 100 100 | 1 1 | 200 | solved |" in line
+    unsolved = seed_rows([(100, False, False), (150, True, False)])  # its budget 200: ended short of it, by itself
+    assert "| 0/2 |  |  | 150 | budget |" in table.table_row(write_log(tmp_path / "b.jsonl", unsolved, 200, 100))
+
+
+def test_level_trial_logs_each_evaluation_and_the_table_reads_it(tmp_path):
+    log = tmp_path / "trial.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable, "-W", "ignore", str(ROOT / "benchmarks" / "level_trial.py"), "--arm", "flax-numpy",
+            "--level", "study", "--steps", "3000", "--eval-every", "1500", "--stop-when-solved", "--log", str(log),
+            "--set", "learning_starts=500", "--set", "profile=false",
+        ],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    header, *rows, end = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert header["arm"] == "flax-numpy" and header["level"] == "study" and header["seeds"] == 1
+    assert header["total_steps"] == 3000 and header["stop_when_solved"] is True
+    assert [row["step"] for row in rows] == sorted({row["step"] for row in rows})
+    assert 3000 - 16 <= rows[-1]["step"] <= 3000 and len(rows[-1]["per_seed"]) == 1  # whole vector steps of 16 envs
+    assert end["finished"] is True and end["env_steps"] == rows[-1]["step"]
+    printed = [line for line in done.stdout.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(printed) == len(rows)  # every printed evaluation is logged, and no other
+    line = load_trial_table().table_row(log)
+    assert "| study | flax-numpy | 0/1 |" in line and f"| {rows[-1]['step']:,} | budget |" in line
