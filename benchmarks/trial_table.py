@@ -4,7 +4,7 @@ it stopped, greedy success at its last evaluation, env steps/s. A run cut short 
 its log goes: a log that does not end with level_trial.py's closing line stopped at a wall limit (or a kill).
 
 A seed is solved where its first solved streak spans the run's hold-out window (where a run of that seed alone,
-stopping when solved, would have stopped: ``doors_gym_baselines.metrics.first_window``).
+stopping when solved, would have stopped: :func:`doors_gym_baselines.metrics.first_window`, as compare reads it).
 
     python benchmarks/trial_table.py OUT/*.jsonl
 """
@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+from types import SimpleNamespace
 from typing import Any
+
+from doors_gym_baselines.metrics import first_window
 
 HEADER = (
     "| row | level | arm | seeds solved | env steps to solved (each seed) | s to solved (each seed) "
@@ -22,17 +25,14 @@ HEADER = (
 )
 
 
-def first_solved(rows: list[dict[str, Any]], seed: int, hold_out_steps: int) -> dict[str, Any] | None:
-    """The row that starts ``seed``'s first solved streak spanning ``hold_out_steps`` env steps, or None."""
-    start = None
-    for row in rows:
-        if not row["per_seed"][seed]["solved"]:
-            start = None
-            continue
-        start = start or row
-        if row["step"] - start["step"] >= hold_out_steps:
-            return start
-    return None
+def curve(rows: list[dict[str, Any]]) -> list[SimpleNamespace]:
+    """The logged evaluations as the rows :func:`first_window` reads (each seed's solved flag, as logged)."""
+    return [
+        SimpleNamespace(
+            step=row["step"], seconds=row["seconds"], per_seed=[SimpleNamespace(**seed) for seed in row["per_seed"]]
+        )
+        for row in rows
+    ]
 
 
 def table_row(path: pathlib.Path) -> str:
@@ -46,7 +46,7 @@ def table_row(path: pathlib.Path) -> str:
     seeds = header["seeds"]
     if not rows:
         return f"| {path.stem} | {header['level']} | {header['arm']} | 0/{seeds} | | | 0 | wall limit | | |"
-    solved = [first_solved(rows, seed, header["hold_out_steps"]) for seed in range(seeds)]
+    solved = [first_window(curve(rows), header["hold_out_steps"], seed) for seed in range(seeds)]
     solved = [row for row in solved if row is not None]
     last = rows[-1]
     if len(solved) == seeds:
@@ -56,8 +56,8 @@ def table_row(path: pathlib.Path) -> str:
     else:
         stopped = "wall limit"
     rate = last["step"] * seeds / last["seconds"]
-    steps = " ".join(f"{row['step']:,}" for row in solved)
-    seconds = " ".join(f"{row['seconds']:.0f}" for row in solved)
+    steps = " ".join(f"{row.step:,}" for row in solved)
+    seconds = " ".join(f"{row.seconds:.0f}" for row in solved)
     return (
         f"| {path.stem} | {header['level']} | {header['arm']} | {len(solved)}/{seeds} | {steps} | {seconds} "
         f"| {last['step']:,} | {stopped} | {last['greedy_success_rate']:.3f} | {rate:,.0f} |"
