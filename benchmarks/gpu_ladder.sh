@@ -51,11 +51,11 @@ row() {  # NAME WALL_S ARGUMENTS...: one level_trial.py run, its curve printed a
     local name="$1" wall="$2"
     shift 2
     echo "== $name (wall limit $wall s): $*"
-    logs+=("$out/$name.jsonl")
     local status=0
     PYTHONUNBUFFERED=1 timeout "$wall" "$python" -W ignore benchmarks/level_trial.py "$@" --stop-when-solved \
         --log "$out/$name.jsonl" --set profile=false >"$out/$name.txt" 2>&1 || status=$?
     cat "$out/$name.txt"
+    [ ! -f "$out/$name.jsonl" ] || logs+=("$out/$name.jsonl")  # a run that failed before its header has no row
     # 124: stopped at the wall limit (the table says so); anything else fails the script, after the table.
     [ "$status" = 0 ] || [ "$status" = 124 ] || { echo "$name failed with status $status" >&2; failed+=("$name"); }
 }
@@ -66,7 +66,7 @@ row 63x63-preset "$w63" --level 63x63 "${trial[@]}" "${b63[@]}"
 row 63x63-wide "$w63wide" --level 63x63 "${trial[@]}" "${b63[@]}" "${wide[@]}"
 row 31x31-torch-cuda "$wtorch" --level 31x31 --arm torch-numpy --seed 1 "${btorch[@]}" --set device="$device"
 echo "== all of them ($((SECONDS - start)) s)"
-"$python" benchmarks/trial_table.py "${logs[@]}"
+[ ${#logs[@]} = 0 ] || "$python" benchmarks/trial_table.py "${logs[@]}"
 (nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU (nvidia-smi absent)") \
     >"$out/card.txt"
 cat "$out/card.txt"
