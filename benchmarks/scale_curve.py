@@ -15,6 +15,8 @@ point ringed) under ``--out``, and each point's comparison in a folder of its ow
 
     python benchmarks/scale_curve.py --level Random --seeds 3                    # every default arm
     python benchmarks/scale_curve.py --level 3Walls --arms flax-scan flax-numpy --seeds 3
+    python benchmarks/scale_curve.py --level 3Walls --arms flax-numpy --rules per-env-step   # one rule of one arm
+    python benchmarks/scale_curve.py --level 3Walls --arms flax-scan flax-numpy --trained-only   # the table of both
     python benchmarks/scale_curve.py --level Random --seeds 1 --steps 20000 --out /tmp/scale-smoke   # a smoke run
 """
 
@@ -107,6 +109,12 @@ def measure(arm: str, level: str, num_envs: int, rule: str, args: argparse.Names
         arm, rule, num_envs, nominal_rate(config.hyperparameters), row.seeds, row.solved_ever,
         seconds.iqm, seconds.low, seconds.high, steps.iqm, row.env_steps_per_second, row.ms_per_update,
     )  # fmt: skip
+
+
+def trained(out: pathlib.Path, arm: str, num_envs: int, rule: str, seeds: int) -> bool:
+    """Whether a point's folder holds its ``seeds`` finished runs (compare's cache: one file per run of a seed)."""
+    runs = out / "points" / f"{arm}-{rule}-{num_envs}" / "runs"
+    return len(list(runs.glob(f"{arm}-seed*.json"))) >= seeds
 
 
 def nominal_rate(hyper: object) -> float:
@@ -213,6 +221,12 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="default: benchmarks/results/scale/<level>")
     parser.add_argument("--tracking-uri", default=None)
     parser.add_argument("--report-only", action="store_true", help="train nothing: the table and plot of scale.csv")
+    parser.add_argument(
+        "--trained-only",
+        action="store_true",
+        help="train nothing new: the table and plot of the points whose --seeds runs are all under --out/points "
+        "(points trained by separate commands, e.g. one arm's rules at a time); the others are named and left out",
+    )
     args = parser.parse_args()
     args.out = args.out or f"benchmarks/results/scale/{args.level}"
     out = pathlib.Path(args.out)
@@ -224,6 +238,9 @@ def main() -> None:
     for arm in map(get_arm, args.arms):  # arms in turn, each over its scales: a point's seeds run side by side
         for num_envs in args.envs:
             for rule in args.rules if num_envs != ENVS[0] else args.rules[:1]:  # one run where the rules meet
+                if args.trained_only and not trained(out, arm.name, num_envs, rule, args.seeds):
+                    print(f"== {arm.name}, {num_envs} envs, updates {rule}: not trained, left out", flush=True)
+                    continue
                 print(f"== {arm.name}, {num_envs} envs, updates {rule}", flush=True)
                 points.append(measure(arm.name, args.level, num_envs, rule, args))
                 write(points, out, args.level)  # the table so far, after every point
