@@ -244,6 +244,9 @@ def main() -> None:
                 print(f"== {arm.name}, {num_envs} envs, updates {rule}", flush=True)
                 points.append(measure(arm.name, args.level, num_envs, rule, args))
                 write(points, out, args.level)  # the table so far, after every point
+    if not points:
+        arms = " ".join(args.arms)
+        parser.error(f"--trained-only: no point of {arms} has its {args.seeds} runs under {out / 'points'}")
     print(write(points, out, args.level))
 
 
