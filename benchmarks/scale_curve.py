@@ -33,13 +33,14 @@ from collections.abc import Sequence
 from _levels import THREAD_VARIABLES
 
 from doors_gym.levels import LEVEL_NAMES, STUDY
-from doors_gym_baselines.compare import DEFAULT_ARMS, CompareOptions, compare
+from doors_gym_baselines.compare import DEFAULT_ARMS, CompareOptions, compare, missing_jobs, plan
 from doors_gym_baselines.config import RunSettings
 from doors_gym_baselines.presets import level_preset, write_preset
 from doors_gym_baselines.arms import ARMS, get_arm
 
 ENVS = (16, 64, 256, 1024)
 RULES = ("per-env-step", "per-vector-step")
+POINT_RUN = RunSettings(quiet=True, profile=False)  # every point's machinery: no profile, no per-run output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,10 +88,10 @@ def preset_file(level: str, num_envs: int, rule: str, out: pathlib.Path, steps: 
     return write_preset(path, hyperparameters, run, origin, written_by="benchmarks/scale_curve.py")
 
 
-def measure(arm: str, level: str, num_envs: int, rule: str, args: argparse.Namespace) -> Point:
-    """Trains one point (its comparison resumed from its folder) and returns its figures."""
+def point_options(arm: str, level: str, num_envs: int, rule: str, args: argparse.Namespace) -> CompareOptions:
+    """The comparison of one point: the arm alone, a run per seed, its folder under ``--out/points``."""
     out = pathlib.Path(args.out)
-    options = CompareOptions(
+    return CompareOptions(
         arms=(arm,),
         preset=str(preset_file(level, num_envs, rule, out, args.steps)),
         seeds=args.seeds,
@@ -101,8 +102,13 @@ def measure(arm: str, level: str, num_envs: int, rule: str, args: argparse.Names
         together=False,  # the arm's own row, a run per seed: seeds trained together are other work
         level=level,
     )
+
+
+def measure(arm: str, level: str, num_envs: int, rule: str, args: argparse.Namespace) -> Point:
+    """Trains one point (its comparison resumed from its folder) and returns its figures."""
+    options = point_options(arm, level, num_envs, rule, args)
     config, _ = options.preset_config(arm)
-    outcome = compare(options, RunSettings(quiet=True, profile=False))
+    outcome = compare(options, POINT_RUN)
     row = next(row for row in outcome.rows if row.key == arm)  # the arm's own row, a run per seed
     seconds, steps = row.intervals["seconds_to_solved"], row.intervals["steps_to_solved"]
     return Point(
@@ -111,10 +117,10 @@ def measure(arm: str, level: str, num_envs: int, rule: str, args: argparse.Names
     )  # fmt: skip
 
 
-def trained(out: pathlib.Path, arm: str, num_envs: int, rule: str, seeds: int) -> bool:
-    """Whether a point's folder holds its ``seeds`` finished runs (compare's cache: one file per run of a seed)."""
-    runs = out / "points" / f"{arm}-{rule}-{num_envs}" / "runs"
-    return len(list(runs.glob(f"{arm}-seed*.json"))) >= seeds
+def trained(arm: str, level: str, num_envs: int, rule: str, args: argparse.Namespace) -> bool:
+    """Whether every run of a point finished before with the point's config (compare's own resume check: runs of
+    another preset or budget in the folder do not count)."""
+    return not missing_jobs(plan(point_options(arm, level, num_envs, rule, args), POINT_RUN))
 
 
 def nominal_rate(hyper: object) -> float:
@@ -146,7 +152,8 @@ def markdown(points: Sequence[Point], level: str) -> str:
     ]
     for point in points:
         mark = " **best**" if best.get(point.arm) is point else ""
-        seconds = f"{point.seconds_to_solved:.1f} [{point.seconds_low:.1f}, {point.seconds_high:.1f}]"
+        low, high = number(point.seconds_low), number(point.seconds_high)
+        seconds = f"{number(point.seconds_to_solved)} [{low}, {high}]"
         steps = f"{point.steps_to_solved / 1e3:,.0f}k" if math.isfinite(point.steps_to_solved) else "∞"
         lines.append(
             f"| {point.arm}{mark} | {point.rule} | {point.num_envs} | 1/{1 / point.updates_per_env_step:,.0f} "
@@ -154,6 +161,11 @@ def markdown(points: Sequence[Point], level: str) -> str:
             f"| {steps} | {point.env_steps_per_second:,.0f} | {point.ms_per_update:.2f} |"
         )
     return "\n".join(lines)
+
+
+def number(seconds: float) -> str:
+    """Seconds to one decimal; ∞ where a seed did not solve within the budget (its IQM or bound is infinite)."""
+    return f"{seconds:.1f}" if math.isfinite(seconds) else "∞"
 
 
 def plot(points: Sequence[Point], path: pathlib.Path, level: str) -> None:
@@ -172,10 +184,12 @@ def plot(points: Sequence[Point], path: pathlib.Path, level: str) -> None:
                 color = axis.plot(xs, ys, style, color=color, label=f"{arm}, {rule}")[0].get_color()
     finite = [p.seconds_to_solved for p in points if math.isfinite(p.seconds_to_solved)]
     ceiling = max(finite + [1.0]) * 1.5
-    unsolved = [p for p in points if not math.isfinite(p.seconds_to_solved)]
-    if unsolved:  # a cross at the top: no seed solved within the budget
-        axis.plot([p.num_envs for p in unsolved], [ceiling] * len(unsolved), "x", color="red", markersize=9,
-                  label="unsolved within the budget")  # fmt: skip
+    for which, color, label in ((lambda p: not p.solved, "red", "no seed solved within the budget"),
+                                (lambda p: p.solved, "orange", "a seed unsolved within the budget")):  # fmt: skip
+        unsolved = [p for p in points if not math.isfinite(p.seconds_to_solved) and which(p)]
+        if unsolved:  # a cross at the top: its IQM is infinite
+            axis.plot([p.num_envs for p in unsolved], [ceiling] * len(unsolved), "x", color=color, markersize=9,
+                      label=label)  # fmt: skip
     for point in best_points(points).values():
         axis.plot([point.num_envs], [point.seconds_to_solved], "o", markersize=14, fillstyle="none", color="black")
     axis.set_xscale("log", base=2)
@@ -224,8 +238,9 @@ def main() -> None:
     parser.add_argument(
         "--trained-only",
         action="store_true",
-        help="train nothing new: the table and plot of the points whose --seeds runs are all under --out/points "
-        "(points trained by separate commands, e.g. one arm's rules at a time); the others are named and left out",
+        help="train nothing new: the table and plot of the points whose --seeds runs finished under --out/points "
+        "with the point's own preset and budget (compare's resume check; points trained by separate commands, e.g. "
+        "one arm's rules at a time); the others are named and left out",
     )
     args = parser.parse_args()
     args.out = args.out or f"benchmarks/results/scale/{args.level}"
@@ -238,7 +253,7 @@ def main() -> None:
     for arm in map(get_arm, args.arms):  # arms in turn, each over its scales: a point's seeds run side by side
         for num_envs in args.envs:
             for rule in args.rules if num_envs != ENVS[0] else args.rules[:1]:  # one run where the rules meet
-                if args.trained_only and not trained(out, arm.name, num_envs, rule, args.seeds):
+                if args.trained_only and not trained(arm.name, args.level, num_envs, rule, args):
                     print(f"== {arm.name}, {num_envs} envs, updates {rule}: not trained, left out", flush=True)
                     continue
                 print(f"== {arm.name}, {num_envs} envs, updates {rule}", flush=True)
@@ -246,7 +261,8 @@ def main() -> None:
                 write(points, out, args.level)  # the table so far, after every point
     if not points:
         arms = " ".join(args.arms)
-        parser.error(f"--trained-only: no point of {arms} has its {args.seeds} runs under {out / 'points'}")
+        folder = out / "points"
+        parser.error(f"--trained-only: no point of {arms} has its {args.seeds} runs of its own preset under {folder}")
     print(write(points, out, args.level))
 
 
