@@ -85,7 +85,16 @@ def preset_file(level: str, num_envs: int, rule: str, out: pathlib.Path, steps: 
     run = dataclasses.replace(RunSettings(), **budget)
     origin = {"origin": f"{shared.name} with {point_changes(level, num_envs, rule)} (benchmarks/scale_curve.py)"}
     path = out / "presets" / f"{rule}-{num_envs}.yml"
-    return write_preset(path, hyperparameters, run, origin, written_by="benchmarks/scale_curve.py")
+    before = path.read_text() if path.exists() else None
+    write_preset(path, hyperparameters, run, origin, written_by="benchmarks/scale_curve.py")
+    if before is not None and undated(before) == undated(path.read_text()):
+        path.write_text(before)  # the same preset: it keeps its date (a resumed or --trained-only run moves nothing)
+    return path
+
+
+def undated(preset: str) -> list[str]:
+    """A preset file's lines but the date it was written."""
+    return [line for line in preset.splitlines() if not line.strip().startswith("written:")]
 
 
 def point_options(arm: str, level: str, num_envs: int, rule: str, args: argparse.Namespace) -> CompareOptions:
