@@ -184,6 +184,7 @@ def test_enjoy_renders_a_registered_champion(logged, tmp_path, capsys):
     ("arm_name", "changes", "level_name"),
     [
         ("torch-numpy", {}, "3Walls"),
+        ("torch-numpy", {"relative_inputs": True}, "3Walls"),
         ("flax-scan", {"relative_inputs": True}, "3Walls"),
         pytest.param("flax-numpy", {}, "63x63", marks=pytest.mark.slow),
     ],
