@@ -104,9 +104,9 @@ class QNetwork(nn.Module):
         self, cells: torch.Tensor, agent: torch.Tensor, goal: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The first layer's rows with the relative inputs (:class:`~doors_gym_baselines.cells.RelativeRows`) and
-        their weights, ``(batch, 5 + 2 * doors)`` each: the agent's and the goal's cells, the door columns, the
-        agent's row and column, the goal's and each door's column relative to the agent's; the goal's two rows
-        weigh 0 once the agent stands on the goal.
+        their weights, ``(batch, 5 + 2 * doors)`` each: the agent's and the goal's cells, the agent's row and column,
+        the goal's column relative to the agent's, then the door columns and each door's column relative to the
+        agent's; the goal's two rows weigh 0 once the agent stands on the goal.
 
         One ``embedding_bag`` sums them: its backward writes one gradient of the layer's weight, where indexing it
         once per input wrote a dense one per input and added them (the update at ``31x31`` took twice as long).
