@@ -29,9 +29,10 @@ trial=(--arm flax-scan --seed 1 --seeds "$seeds")
 wide=(--set num_envs=1024 --set train_frequency=1 --set buffer_size=1048576)
 device=cuda
 # Budgets: the level preset's at 31x31 (12M env steps a seed; solved from 7.8-8.4M on the CPU, so the preset row
-# should stop when solved before its wall limit; not yet run on a GPU, and a row cut by its limit says so); the 63x63 preset's 24M would not fit, its row runs what its wall limit allows (learning
-# began at 7M on the CPU, benchmarks/results/ladder/probes/exploration/); the 1024-env rows the level preset's (as
-# many env steps, 64 times fewer updates); torch its wall limit's worth.
+# should stop when solved before its wall limit; not yet run on a GPU, and a row cut by its limit says so); the
+# 63x63 preset's 24M would not fit, its row runs what its wall limit allows (learning began at 7M on the CPU,
+# benchmarks/results/ladder/probes/exploration/); the 1024-env rows the level preset's (as many env steps, 64 times
+# fewer updates); torch its wall limit's worth.
 b31=(--steps 12000000 --eval-every 600000)
 b63=(--steps 24000000 --eval-every 1000000)
 btorch=(--steps 10000000 --eval-every 250000)
