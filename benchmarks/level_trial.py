@@ -61,6 +61,8 @@ class LivePrinter:
                 "step": int(row.step), "seconds": row.seconds, "sps": row.sps,
                 "greedy_success_rate": row.greedy_success_rate, "greedy_step_reward": row.greedy_step_reward,
                 "rolling_reward": row.rolling_reward, "solved": row.solved, "per_seed": seeds,
+                # the learner's side, to read a collapse by (the TD loss, exploration, training episodes' length)
+                "loss": row.loss, "epsilon": row.epsilon, "train_episode_length": row.train_episode_length,
             }
             self.log.write(json.dumps(figures) + "\n")
             self.log.flush()
@@ -96,7 +98,9 @@ def main() -> None:
         help="stop once every seed is solved through the preset's hold-out window (as compare does)",
     )
     parser.add_argument(
-        "--log", default=None, help="write each evaluation here as a JSON line as it comes (after a header line)"
+        "--log", default=None,
+        help="write each evaluation here as a JSON line as it comes (after a header line), with the TD loss, epsilon "
+        "and training episodes' length beside the printed figures",
     )
     parser.add_argument("--save", default=None, help="write the first seed's trained model here (doors-gym enjoy reads it)")
     args = parser.parse_args()

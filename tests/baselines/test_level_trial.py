@@ -83,6 +83,8 @@ def test_level_trial_logs_each_evaluation_and_the_table_reads_it(tmp_path):
     assert header["total_steps"] == 3000 and header["stop_when_solved"] is True
     assert [row["step"] for row in rows] == sorted({row["step"] for row in rows})
     assert 3000 - 16 <= rows[-1]["step"] <= 3000 and len(rows[-1]["per_seed"]) == 1  # whole vector steps of 16 envs
+    assert rows[-1]["loss"] > 0.0 and 0.0 < rows[-1]["epsilon"] < 1.0  # learning started at 500 env steps
+    assert rows[-1]["train_episode_length"] > 0.0
     assert end["finished"] is True and end["env_steps"] == rows[-1]["step"]
     printed = [line for line in done.stdout.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(printed) == len(rows)  # every printed evaluation is logged, and no other
