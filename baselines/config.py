@@ -28,6 +28,7 @@ ENV_IDS = ("Doors-v0", "DoorsJax-v0")
 DOOR_MODES = core.DOOR_MODES
 OPTIMIZERS = ("adam", "sgd")
 LOSSES = ("huber", "mse")
+LAYER_NORM_EPSILON = 1e-5  # both networks' LayerNorm (``layer_norm``): torch's default, set in Flax's too
 VECTORIZATIONS = ("native", "sync", "async")
 
 
@@ -110,6 +111,11 @@ class Hyperparameters:
         "dueling heads: Q = V + A - mean(A), a state value and the actions' advantages from the last hidden layer "
         "(Wang et al. 2016; where the shaping reward leaves the actions' values close together)",
     )
+    layer_norm: bool = field(
+        False,
+        "LayerNorm (a learned scale and offset) on every hidden layer, before its ReLU: bounds the features' scale, "
+        "which steadies TD learning on near-greedy data (Gallici et al. 2024, PQN)",
+    )
     n_step: int = field(
         1, "multi-step returns: the TD target sums up to n_step discounted rewards of one episode (1: one-step DQN)"
     )
@@ -160,7 +166,7 @@ class Hyperparameters:
         norm = self.max_grad_norm
         if isinstance(norm, bool) or not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
             raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a finite number >= 0 (0: no clipping)")
-        for name in ("double_dqn", "relative_inputs", "dueling"):
+        for name in ("double_dqn", "relative_inputs", "dueling", "layer_norm"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: expected True or False")
         sizes = self.hidden_sizes
@@ -180,6 +186,8 @@ class Hyperparameters:
             extras.append("relative inputs")
         if self.dueling:
             extras.append("dueling heads")
+        if self.layer_norm:
+            extras.append("layer norm")
         if self.step_cost > 0:
             extras.append(f"step cost {self.step_cost:g} in training")
         if self.n_step > 1:

@@ -27,7 +27,7 @@ from doors_gym.core import NUM_ACTIONS, DoorsParams
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
 from .cells import CELLS_DTYPE, RelativeRows, door_offsets, encode, input_width, num_inputs, relative_rows
-from .config import DQNConfig, first_line
+from .config import LAYER_NORM_EPSILON, DQNConfig, first_line
 from .evaluation import evaluation_episodes
 from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
@@ -47,6 +47,7 @@ class QNetwork(nn.Module):
     ``relative`` (:class:`~doors_gym_baselines.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also
     adds the rows of the agent's row and column and of the goal's and each door's column relative to the agent's
     (``grid_width`` columns).
+    With ``layer_norm`` every hidden layer's sum goes through a LayerNorm of its own before its ReLU.
     """
 
     hidden_sizes: tuple[int, ...]
@@ -57,6 +58,7 @@ class QNetwork(nn.Module):
     relative: RelativeRows | None = None
     grid_width: int = 0
     dueling: bool = False
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, cells: jax.Array) -> jax.Array:
@@ -74,15 +76,19 @@ class QNetwork(nn.Module):
             features = features + jnp.take(kernel, doors, axis=0).sum(axis=1)
         if self.relative is not None:
             features = features + self.relative_features(kernel, cells, agent, goal)
-        features = nn.relu(features + bias)
+        features = nn.relu(self.normalized(features + bias))
         for hidden in self.hidden_sizes[1:]:
-            features = nn.relu(nn.Dense(hidden)(features))
+            features = nn.relu(self.normalized(nn.Dense(hidden)(features)))
         if self.dueling:  # the heads are named: a plain network's parameters keep their names
             value = nn.Dense(1, name="value")(features)
             advantage = nn.Dense(self.num_actions, name="advantage")(features)
             return value + advantage - advantage.mean(axis=-1, keepdims=True)
         return nn.Dense(self.num_actions)(features)
 
+
+    def normalized(self, features: jax.Array) -> jax.Array:
+        """``features`` through a LayerNorm of their own with ``layer_norm`` (torch's epsilon), else unchanged."""
+        return nn.LayerNorm(epsilon=LAYER_NORM_EPSILON)(features) if self.layer_norm else features
 
     def relative_features(self, kernel: jax.Array, cells: jax.Array, agent: jax.Array, goal: jax.Array) -> jax.Array:
         """The first layer's rows of the relative inputs (:class:`~doors_gym_baselines.cells.RelativeRows`)."""
@@ -299,6 +305,7 @@ def make_network(config: DQNConfig) -> QNetwork:
         relative=relative_rows(params) if relative else None,
         grid_width=params.width if relative else 0,
         dueling=config.hyperparameters.dueling,
+        layer_norm=config.hyperparameters.layer_norm,
     )
 
 

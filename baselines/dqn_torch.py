@@ -21,7 +21,7 @@ from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, WALL, DoorsParams
 from . import harness
 from .api import Arm, StudyFigures, arm_for_env
 from .cells import HIDDEN, RelativeRows, door_offsets, encode, num_inputs, relative_rows
-from .config import DQNConfig, first_line
+from .config import LAYER_NORM_EPSILON, DQNConfig, first_line
 from .harness import Batch, Reporter, save_model
 from .metrics import TrainResult
 from .runtime import torch_threads
@@ -41,6 +41,7 @@ class QNetwork(nn.Module):
     (:class:`~doors_gym_baselines.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also adds the rows
     of the agent's row and column and of the goal's and each door's column relative to the agent's (``grid_width``
     columns).
+    With ``layer_norm`` every hidden layer's sum goes through a LayerNorm of its own before its ReLU.
     """
 
     def __init__(
@@ -53,6 +54,7 @@ class QNetwork(nn.Module):
         relative: RelativeRows | None = None,
         grid_width: int = 0,
         dueling: bool = False,
+        layer_norm: bool = False,
     ) -> None:
         super().__init__()
         self.num_cells = num_cells
@@ -65,10 +67,11 @@ class QNetwork(nn.Module):
         first = nn.Linear(num_inputs or 2 * num_cells, hidden_sizes[0])
         self.planes_weight = nn.Parameter(first.weight.detach().t().contiguous())  # (2 * H * W, width) rows
         self.planes_bias = nn.Parameter(first.bias.detach().clone())
-        layers: list[nn.Module] = [nn.ReLU()]
+        normalized = lambda width: [nn.LayerNorm(width, eps=LAYER_NORM_EPSILON)] if layer_norm else []  # noqa: E731
+        layers: list[nn.Module] = [*normalized(hidden_sizes[0]), nn.ReLU()]
         width = hidden_sizes[0]
         for hidden in hidden_sizes[1:]:
-            layers += [nn.Linear(width, hidden), nn.ReLU()]
+            layers += [nn.Linear(width, hidden), *normalized(hidden), nn.ReLU()]
             width = hidden
         self.dueling = dueling
         if dueling:  # a state value and the actions' advantages from the last hidden layer
@@ -178,6 +181,7 @@ def make_network(config: DQNConfig) -> QNetwork:
         relative=relative_rows(params) if relative else None,
         grid_width=params.width if relative else 0,
         dueling=config.hyperparameters.dueling,
+        layer_norm=config.hyperparameters.layer_norm,
     )
 
 

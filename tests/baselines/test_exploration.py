@@ -269,6 +269,72 @@ def test_dueling_heads_give_the_same_q_values_in_torch_and_flax(relative):
     np.testing.assert_allclose(want, value + advantage - advantage.mean(axis=1, keepdims=True), atol=1e-5)
 
 
+@pytest.mark.parametrize("dueling", [False, True])
+def test_layer_norm_gives_the_same_q_values_in_torch_and_flax(dueling):
+    """``layer_norm``: every hidden layer's sum is normalised over its features, scaled and offset (learned) before
+    its ReLU; the torch network given the Flax network's weights computes the same Q-values, both the plain NumPy
+    computation's, and a network without it keeps its parameters' names."""
+    torch = needs("torch")
+    needs("flax")
+    import gymnasium as gym
+
+    from doors_gym.levels import get_level
+    from doors_gym_baselines import cells as cell_codes
+    from doors_gym_baselines import dqn_flax, dqn_torch
+    from doors_gym_baselines.config import LAYER_NORM_EPSILON, level_run
+
+    level = get_level("3Walls")
+    config = DQNConfig.of(**level_run(level), hidden_sizes=(16, 8), dueling=dueling, layer_norm=True)
+    assert "layer norm" in config.hyperparameters.describe()
+    cells = cell_codes.encode(gym.make_vec(level.env_id, 8).reset(seed=1)[0], level.params())
+    flax_network = dqn_flax.make_network(config)
+    weights = dqn_flax.init_params(flax_network, jax.random.key(3))["params"]
+    plain = dqn_flax.init_params(dqn_flax.make_network(config.replace(layer_norm=False)), jax.random.key(3))["params"]
+    assert not any(name.startswith("LayerNorm") for name in plain)
+    rng = np.random.default_rng(0)  # scales and offsets away from their initial 1 and 0, so that each one counts
+    for name in ("LayerNorm_0", "LayerNorm_1"):
+        weights[name] = {key: rng.normal(1.0 if key == "scale" else 0.0, 0.5, value.shape).astype(np.float32)
+                         for key, value in weights[name].items()}  # fmt: skip
+    linear = lambda layer: {"weight": np.asarray(layer["kernel"]).T, "bias": np.asarray(layer["bias"])}  # noqa: E731
+    norm = lambda layer: {"weight": layer["scale"], "bias": layer["bias"]}  # noqa: E731
+    state = {"planes_weight": np.asarray(weights["planes_kernel"]), "planes_bias": np.asarray(weights["planes_bias"])}
+    parts = {"network.0": norm(weights["LayerNorm_0"]), "network.2": linear(weights["Dense_0"])}
+    parts["network.3"] = norm(weights["LayerNorm_1"])
+    heads = ("value", "advantage") if dueling else ()
+    parts.update({head: linear(weights[head]) for head in heads} or {"network.5": linear(weights["Dense_1"])})
+    state.update({f"{part}.{key}": value for part, layer in parts.items() for key, value in layer.items()})
+    torch_network = dqn_torch.make_network(config)
+    torch_network.load_state_dict({key: torch.tensor(np.array(value)) for key, value in state.items()})
+    with torch.no_grad():
+        got = torch_network(torch.as_tensor(cells)).numpy()
+    want = np.asarray(flax_network.apply({"params": weights}, cells))
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+    def normalized(features: np.ndarray, layer: dict) -> np.ndarray:
+        centred = features - features.mean(axis=1, keepdims=True)
+        scaled = centred / np.sqrt(centred.var(axis=1, keepdims=True) + LAYER_NORM_EPSILON)
+        return np.maximum(scaled * layer["scale"] + layer["bias"], 0.0)
+
+    planes = np.zeros((len(cells), 2 * level.params().num_cells), np.float32)
+    rows = np.arange(len(cells))
+    planes[rows, cells[:, 0]] = 1.0
+    planes[rows[cells[:, 1] >= 0], level.params().num_cells + cells[cells[:, 1] >= 0, 1]] = 1.0
+    kernel = np.asarray(weights["planes_kernel"])
+    first = planes @ kernel[: planes.shape[1]] + np.asarray(weights["planes_bias"])
+    if level.params().random_doors:
+        first = first + kernel[cells[:, 2:] + np.asarray(cell_codes.door_offsets(level.params()))].sum(axis=1)
+    hidden = normalized(first, weights["LayerNorm_0"])
+    hidden = normalized(hidden @ linear(weights["Dense_0"])["weight"].T + linear(weights["Dense_0"])["bias"],
+                        weights["LayerNorm_1"])  # fmt: skip
+    if dueling:
+        value, advantage = (hidden @ np.asarray(weights[head]["kernel"]) + np.asarray(weights[head]["bias"])
+                            for head in heads)  # fmt: skip
+        reference = value + advantage - advantage.mean(axis=1, keepdims=True)
+    else:
+        reference = hidden @ np.asarray(weights["Dense_1"]["kernel"]) + np.asarray(weights["Dense_1"]["bias"])
+    np.testing.assert_allclose(want, reference, atol=1e-4)
+
+
 def test_a_step_cost_comes_off_the_stored_reward_only():
     """``step_cost``: the host loop stores each transition's reward less the cost; the episodes' figures (the rolling
     reward) keep the env's reward."""
