@@ -344,6 +344,20 @@ def cache_key(config: Config) -> dict[str, Any]:
     return values
 
 
+def same_config(saved: Any, config: Config) -> bool:
+    """Whether a cache's saved config is ``config``'s: equal, or equal once the fields added since it was written
+    take their defaults (a knob added later is off by default, so the runs written before it stay valid)."""
+    if saved == cache_key(config):
+        return True
+    if not isinstance(saved, dict):
+        return False
+    try:
+        filled = type(config).from_dict(saved, type(config.hyperparameters))
+    except (TypeError, ValueError):  # a field since removed or renamed, or a value no longer allowed
+        return False
+    return cache_key(filled) == cache_key(config)
+
+
 def load_cached(planned: PlannedRun) -> MadeRun | None:
     """A finished run's per-seed figures and model URI, if its cache holds them for the same config."""
     if not planned.cache.exists():
@@ -352,7 +366,7 @@ def load_cached(planned: PlannedRun) -> MadeRun | None:
         saved = json.loads(planned.cache.read_text())
     except json.JSONDecodeError:
         return None
-    if saved.get("config") != cache_key(planned.config):
+    if not same_config(saved.get("config"), planned.config):
         return None
     return MadeRun([reporting.SeedRun.from_dict(seed) for seed in saved["seeds"]], saved.get("model_uri"))
 

@@ -233,3 +233,24 @@ def test_no_together_leaves_out_the_row_of_seeds_trained_together() -> None:
     alone = compare.plan(compare.CompareOptions(arms=("flax-scan",), seeds=3, together=False))
     assert [row.row.seeds_in_one_run for row in both.rows] == [0, 3]
     assert [row.row.seeds_in_one_run for row in alone.rows] == [0] and len(alone.rows[0].runs) == 3
+
+
+def test_a_run_cached_before_a_knob_was_added_is_reused_while_the_knob_keeps_its_default(tmp_path) -> None:
+    """A cache written before a hyperparameter existed (its saved config lacks the field) is the same run as the
+    config with that field at its default, and not as one with the knob turned on; a saved field the config no
+    longer has never matches."""
+    import json
+
+    from doors_gym_baselines.config import DQNConfig
+
+    config = DQNConfig.of(total_steps=2_000, seed=100)
+    saved = compare.cache_key(config)
+    del saved["hyperparameters"]["layer_norm"]  # as written before layer_norm existed
+    cache = tmp_path / "run.json"
+    cache.write_text(json.dumps({"config": saved, "model_uri": None, "seeds": []}))
+    assert compare.load_cached(compare.PlannedRun(config, cache)) is not None
+    assert compare.load_cached(compare.PlannedRun(config.replace(layer_norm=True), cache)) is None
+    assert compare.load_cached(compare.PlannedRun(config.replace(total_steps=4_000), cache)) is None
+    saved["hyperparameters"]["a_knob_since_removed"] = 1
+    cache.write_text(json.dumps({"config": saved, "model_uri": None, "seeds": []}))
+    assert compare.load_cached(compare.PlannedRun(config, cache)) is None
