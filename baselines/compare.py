@@ -477,8 +477,9 @@ COMPARISON_TAG = "doors_gym.comparison"
 
 
 def comparison_key(planned: Plan) -> str:
-    """What makes a comparison the same one again: its folder, its parent run's name and every run's config."""
-    runs = [cache_key(each.config) for row in planned.rows for each in row.runs]
+    """What makes a comparison the same one again: its folder, its parent run's name and every run's arm and
+    config (two arms share a config: a comparison of one must not continue the other's parent run)."""
+    runs = [[row.row.arm.name, cache_key(each.config)] for row in planned.rows for each in row.runs]
     body = [str(pathlib.Path(planned.options.out).resolve()), planned.options.run_name, runs]
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:24]
 

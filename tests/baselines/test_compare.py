@@ -254,3 +254,14 @@ def test_a_run_cached_before_a_knob_was_added_is_reused_while_the_knob_keeps_its
     saved["hyperparameters"]["a_knob_since_removed"] = 1
     cache.write_text(json.dumps({"config": saved, "model_uri": None, "seeds": []}))
     assert compare.load_cached(compare.PlannedRun(config, cache)) is None
+
+
+def test_comparisons_of_different_arms_never_share_a_parent_run(tmp_path: pathlib.Path) -> None:
+    # torch-numpy and flax-numpy share a config: only the arm tells their comparisons apart, so resuming one in a
+    # folder where the other ran must open a parent run of its own (MLflow refuses to change a logged "arms" param).
+    def key(*arms: str) -> str:
+        options = compare.CompareOptions(arms=arms, level="31x31", seeds=3, out=str(tmp_path))
+        return compare.comparison_key(compare.plan(options))
+
+    assert key("torch-numpy") != key("flax-numpy")
+    assert key("torch-numpy") == key("torch-numpy")
