@@ -254,7 +254,7 @@ class RunSettings:
         "folder of JAX's persistent compilation cache: a later run loads the JAX arms' compiled programs "
         "instead of compiling them again (default: $DOORS_GYM_JAX_CACHE, else off)",
     )
-    quiet: bool = field(False, "no progress bar")
+    quiet: bool = field(False, "no progress: no bar at a terminal, no lines in a log")
 
     def __post_init__(self) -> None:
         check_choices(self)

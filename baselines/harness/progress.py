@@ -1,8 +1,12 @@
-"""The progress bar of a run: for people at a terminal, never for logs."""
+"""The progress of a run: a bar for people at a terminal, a line per tenth of the run for logs."""
 
 from __future__ import annotations
 
 import sys
+import time
+
+LOG_LINES = 10
+"""Lines a run writes to a log (stderr not a terminal): one each time it passes another tenth of its env steps."""
 
 
 def in_a_terminal() -> bool:
@@ -13,23 +17,38 @@ def in_a_terminal() -> bool:
 class Progress:
     """A tqdm bar over env steps with SPS and the figures a loop passes (the latest return, epsilon).
 
-    Silent when ``quiet`` and when the output is not a terminal (a log file or a pipe would keep
-    every redraw of the bar).
+    At a terminal, the bar; when the output is a log file or a pipe (which would keep every redraw of a bar), a plain
+    line on stderr at each tenth of the run: env steps, seconds, env steps/s and the figures. Silent when ``quiet``.
     """
 
     def __init__(self, total: int, description: str, quiet: bool) -> None:
         self._bar = None
-        if not quiet and in_a_terminal():
+        self._lines = not quiet and not in_a_terminal()
+        self._total, self._description = max(int(total), 1), description
+        self._done, self._logged, self._start = 0, 0, time.perf_counter()
+        if not quiet and not self._lines:
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, desc=description, unit="step", unit_scale=True, dynamic_ncols=True)
 
     def update(self, steps: int, **figures: float) -> None:
-        """Advances the bar by ``steps`` env steps and shows ``figures`` (a NaN one is left out)."""
+        """Advances by ``steps`` env steps and shows ``figures`` (a NaN one is left out)."""
+        shown = {key: f"{value:.3g}" for key, value in figures.items() if value == value}
         if self._bar is not None:
             self._bar.update(steps)
-            self._bar.set_postfix(
-                {key: f"{value:.3g}" for key, value in figures.items() if value == value}, refresh=False
+            self._bar.set_postfix(shown, refresh=False)
+        self._done += steps
+        tenth = min(LOG_LINES, self._done * LOG_LINES // self._total)
+        if self._lines and tenth > self._logged:
+            self._logged = tenth
+            seconds = time.perf_counter() - self._start
+            rate = self._done / seconds if seconds > 0 else float("nan")
+            extra = "".join(f", {key} {value}" for key, value in shown.items())
+            print(
+                f"{self._description}: {self._done:,} of {self._total:,} env steps ({self._done / self._total:.0%}), "
+                f"{seconds:,.0f} s, {rate:,.0f} env steps/s{extra}",
+                file=sys.stderr,
+                flush=True,
             )
 
     def close(self) -> None:

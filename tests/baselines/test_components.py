@@ -263,4 +263,23 @@ def test_progress_bars_only_in_a_terminal(monkeypatch, stdout_tty, stderr_tty, q
     progress.update(50, ret=0.5, eps=0.1)
     progress.close()
     assert (progress._bar is not None) == shown
-    assert ("50%" in bars.sys.stderr.getvalue()) == shown
+    assert ("50%|" in bars.sys.stderr.getvalue()) == shown  # the bar
+    # In a log (not a terminal, not quiet): a plain line on stderr each tenth of the run, never a bar's redraws.
+    logged = not quiet and not (stdout_tty and stderr_tty)
+    assert ("arm: 50 of 100 env steps (50%)" in bars.sys.stderr.getvalue()) == logged
+    assert ("ret 0.5, eps 0.1" in bars.sys.stderr.getvalue()) == logged
+
+
+def test_a_log_gets_a_line_per_tenth_of_the_run(monkeypatch, capsys):
+    from doors_gym_baselines.harness import progress as bars
+
+    monkeypatch.setattr(bars, "in_a_terminal", lambda: False)
+    progress = bars.Progress(1000, "flax-scan x 3 seeds", quiet=False)
+    for _ in range(143):
+        progress.update(7, rolling=float("nan"), eps=0.5)  # crosses each tenth once, ends past the total
+    progress.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == bars.LOG_LINES
+    assert lines[0].startswith("flax-scan x 3 seeds: 105 of 1,000 env steps (10%), ")
+    assert lines[-1].startswith("flax-scan x 3 seeds: 1,001 of 1,000 env steps (100%), ")
+    assert all("rolling" not in line and line.endswith("eps 0.5") for line in lines)  # a NaN figure is left out
