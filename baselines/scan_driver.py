@@ -137,7 +137,7 @@ def train_seeds(
         seeds = CompiledSeeds(config, make_train(config), trial, start)
     num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
     progress = Progress(
-        config.num_iterations * num_envs * num_seeds, f"{arm.name} x {num_seeds} seeds", config.run.quiet
+        config.num_iterations * num_envs * num_seeds, f"{arm.name} x {num_seeds} seed{'s' * (num_seeds != 1)}", config.run.quiet
     )
     schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
     per_chunk = seeds.parts.iterations_per_chunk
