@@ -136,9 +136,8 @@ def train_seeds(
         config = arm.configure(config)
         seeds = CompiledSeeds(config, make_train(config), trial, start)
     num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
-    progress = Progress(
-        config.num_iterations * num_envs * num_seeds, f"{arm.name} x {num_seeds} seed{'s' * (num_seeds != 1)}", config.run.quiet
-    )
+    label = f"{arm.name} x {num_seeds} seed{'s' * (num_seeds != 1)}"
+    progress = Progress(config.num_iterations * num_envs * num_seeds, label, config.run.quiet)
     schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
     per_chunk = seeds.parts.iterations_per_chunk
     first = 0
