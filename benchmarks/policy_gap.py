@@ -28,7 +28,9 @@ FIRST_SEED = 20_000
 """Starts of these episodes: seeds from here on (the evaluation's and greedy_failures.py's are others)."""
 
 
-def play(model, env: gym.Env, seed: int, epsilon: float, rng: np.random.Generator) -> tuple[float, int, bool, int, float]:
+def play(
+    model, env: gym.Env, seed: int, epsilon: float, rng: np.random.Generator
+) -> tuple[float, int, bool, int, float]:
     """One episode: its return, steps, whether it reached the goal, the oracle's steps from its start and the start's
     distance to the goal (the oracle's return)."""
     obs, _ = env.reset(seed=seed)
