@@ -65,7 +65,9 @@ class ArmProtocol(Protocol):
     :meth:`save`, :meth:`load` and :meth:`act`. The rest may be empty: no ``presets`` means the built-in
     presets; no ``search_space`` means the DQN one (an arm with hyperparameters of its own brings its own, or
     ``tune`` refuses it); no ``recognises`` means its model files are read only when its name is given
-    (``enjoy --arm``). :class:`Arm` provides all of it.
+    (``enjoy --arm``); no ``resumable`` (True when ``train`` saves its state to ``config.run.checkpoint`` and
+    resumes from it) means it cannot resume, and ``compare`` gives its runs no checkpoint. :class:`Arm`
+    provides all of it.
     """
 
     name: str
@@ -131,6 +133,8 @@ class Arm:
             file's own ``load_model``.
         hyperparameters: its hyperparameters' frozen dataclass (every field with a default); DQN's by default.
         seeds_in_one_run: whether it trains several seeds together (under one ``vmap``).
+        resumable: whether its runs save their training state to ``config.run.checkpoint`` as they go and resume
+            from it (``compare`` and ``ladder`` give such an arm's runs a checkpoint beside their cache files).
         steps_pure_functions: whether it calls the JAX pure functions instead of a Gymnasium env.
         study: the study's published figures for the same stack, if it has them.
         presets: its own preset files by name, over the built-in presets.
@@ -150,6 +154,7 @@ class Arm:
     loader: Loader | None = dataclasses.field(default=None, repr=False)
     hyperparameters: type = Hyperparameters
     seeds_in_one_run: bool = False
+    resumable: bool = False
     steps_pure_functions: bool = False
     study: StudyFigures | None = None
     presets: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -189,13 +194,18 @@ class Arm:
         """``config`` for this arm: its env id, and one seed unless it trains seeds together.
 
         Raises:
-            ValueError: for several seeds on an arm that trains one per run, or hyperparameters of another
-                arm's kind (never silently converted).
+            ValueError: for several seeds on an arm that trains one per run, a checkpoint for an arm that cannot
+                resume, or hyperparameters of another arm's kind (never silently converted).
         """
         if config.run.num_seeds > 1 and not self.seeds_in_one_run:
             raise ValueError(
                 f"num_seeds={config.run.num_seeds} is not supported by the {self.name} arm: it trains one seed per "
                 "run (expected num_seeds=1; arms that train seeds together say seeds_in_one_run)"
+            )
+        if config.run.checkpoint is not None and not self.resumable:
+            raise ValueError(
+                f"checkpoint={config.run.checkpoint!r} is not supported by the {self.name} arm: it cannot resume a "
+                "run (expected checkpoint=None; arms that resume say resumable)"
             )
         if not isinstance(config.hyperparameters, self.hyperparameters):
             raise ValueError(

@@ -55,6 +55,7 @@ from .presets import (
     tuned_path,
 )
 from .executors import LOCAL_WORKER, Executor, Job, LocalExecutor, RunsFailed, Trained, job_key
+from .harness.checkpoint import CHECKPOINT_SUFFIX
 from .executors import describe as describe_executor
 from .serving import NATIVE_FLAVOURS, load_model, log_model_file, native_model, register_champion
 
@@ -209,12 +210,15 @@ def plan(options: CompareOptions, run: RunSettings | None = None) -> Plan:
 def planned_runs(
     options: CompareOptions, arm: ArmProtocol, config: Config, groups: list[list[int]]
 ) -> tuple[PlannedRun, ...]:
-    """A run per group of seeds, its figures cached as ``<out>/runs/<arm>-seed<first>[-<last>].json``."""
+    """A run per group of seeds, its figures cached as ``<out>/runs/<arm>-seed<first>[-<last>].json``; a resumable
+    arm's run saves its state beside it as it trains (``.ckpt``, removed when the run ends), so that the
+    comparison started again after a kill goes on from there."""
     runs = []
     for group in groups:
         label = f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}"
         cache = pathlib.Path(options.out) / "runs" / f"{arm.name}-seed{label}.json"
-        runs.append(PlannedRun(config.replace(seed=group[0], num_seeds=len(group)), cache))
+        checkpoint = str(cache.with_suffix(CHECKPOINT_SUFFIX)) if getattr(arm, "resumable", False) else None
+        runs.append(PlannedRun(config.replace(seed=group[0], num_seeds=len(group), checkpoint=checkpoint), cache))
     return tuple(runs)
 
 
@@ -240,6 +244,8 @@ def make_runs(plan: Plan, executor: Executor | None = None) -> list[reporting.Ar
     for planned, run, job in missing_jobs(plan, made):
         jobs.append(job)
         origins[job.key] = (planned.row.hyperparameters, run)
+        if plan.options.fresh and run.config.run.checkpoint:  # fresh: no run goes on from a killed one either
+            pathlib.Path(run.config.run.checkpoint).unlink(missing_ok=True)
     if jobs:
         print(f"training {len(jobs)} run{'s' if len(jobs) > 1 else ''}: {describe_executor(executor)}", flush=True)
 
@@ -277,7 +283,7 @@ def missing_jobs(
         arm = planned.row.arm
         for run in planned.runs:
             if run.cache not in made:
-                key = job_key(run.cache, cache_key(run.config))
+                key = job_key(run.cache, run.config.outcome_key())
                 reference = arm.name if ARMS.is_installed(arm.name) else arm
                 label = f"{arm.name} {describe_seeds(run.seeds)}"
                 missing.append((planned, run, Job(key, reference, run.config, plan.options.models, label)))
@@ -315,7 +321,7 @@ def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun) -> 
     made = MadeRun(trained.figures, tracked.model_uri)
     planned.cache.parent.mkdir(parents=True, exist_ok=True)
     seeds = [seed.to_dict() for seed in made.seeds]
-    saved = {"config": cache_key(planned.config), "model_uri": made.model_uri, "seeds": seeds}
+    saved = {"config": planned.config.outcome_key(), "model_uri": made.model_uri, "seeds": seeds}
     planned.cache.write_text(json.dumps(saved, indent=1))
     where = "" if trained.worker == LOCAL_WORKER else f" on {trained.host} ({trained.worker})"
     print(f"  {job.label}: {result.wall_seconds:.1f} s{where}, {describe_rolling(made.seeds)}", flush=True)
@@ -336,18 +342,10 @@ def file_logger(arm: ArmProtocol, path: pathlib.Path) -> Any:
     return log_one
 
 
-def cache_key(config: Config) -> dict[str, Any]:
-    """What decides a run's outcome: the config without its display and compilation-cache settings."""
-    values = config.to_dict()
-    for name in ("quiet", "jax_cache"):
-        values["run"].pop(name)
-    return values
-
-
 def same_config(saved: Any, config: Config) -> bool:
     """Whether a cache's saved config is ``config``'s: equal, or equal once the fields added since it was written
     take their defaults (a knob added later is off by default, so the runs written before it stay valid)."""
-    if saved == cache_key(config):
+    if saved == config.outcome_key():
         return True
     if not isinstance(saved, dict):
         return False
@@ -355,7 +353,7 @@ def same_config(saved: Any, config: Config) -> bool:
         filled = type(config).from_dict(saved, type(config.hyperparameters))
     except (TypeError, ValueError):  # a field since removed or renamed, or a value no longer allowed
         return False
-    return cache_key(filled) == cache_key(config)
+    return filled.outcome_key() == config.outcome_key()
 
 
 def load_cached(planned: PlannedRun) -> MadeRun | None:
@@ -479,7 +477,7 @@ COMPARISON_TAG = "doors_gym.comparison"
 def comparison_key(planned: Plan) -> str:
     """What makes a comparison the same one again: its folder, its parent run's name and every run's arm and
     config (two arms share a config: a comparison of one must not continue the other's parent run)."""
-    runs = [[row.row.arm.name, cache_key(each.config)] for row in planned.rows for each in row.runs]
+    runs = [[row.row.arm.name, each.config.outcome_key()] for row in planned.rows for each in row.runs]
     body = [str(pathlib.Path(planned.options.out).resolve()), planned.options.run_name, runs]
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:24]
 

@@ -30,6 +30,9 @@ OPTIMIZERS = ("adam", "sgd")
 LOSSES = ("huber", "mse")
 LAYER_NORM_EPSILON = 1e-5  # both networks' LayerNorm (``layer_norm``): torch's default, set in Flax's too
 VECTORIZATIONS = ("native", "sync", "async")
+RUN_FIELDS_OFF_THE_OUTCOME = ("quiet", "jax_cache", "checkpoint")
+"""Run settings that change how a run shows, compiles or saves itself, never what it learns (out of
+:meth:`Config.outcome_key`)."""
 
 
 def field(default: Any, help: str, **metadata: Any) -> Any:
@@ -255,6 +258,11 @@ class RunSettings:
         "instead of compiling them again (default: $DOORS_GYM_JAX_CACHE, else off)",
     )
     quiet: bool = field(False, "no progress: no bar at a terminal, no lines in a log")
+    checkpoint: str | None = field(
+        None,
+        "file a resumable arm (flax-scan) saves its training state to after each segment; a run started again "
+        "with the same config goes on from it (a killed run loses at most a segment), and it is removed at the end",
+    )
 
     def __post_init__(self) -> None:
         check_choices(self)
@@ -353,6 +361,14 @@ class Config:
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain types only (for JSON, model files and ``torch.load(weights_only=True)``), one dict per group."""
         return {"hyperparameters": _plain(self.hyperparameters), "run": _plain(self.run)}
+
+    def outcome_key(self) -> dict[str, Any]:
+        """What decides the run's outcome: :meth:`to_dict` without :data:`RUN_FIELDS_OFF_THE_OUTCOME` (a cached
+        run, or a checkpoint, is reused only for the same key)."""
+        values = self.to_dict()
+        for name in RUN_FIELDS_OFF_THE_OUTCOME:
+            values["run"].pop(name)
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], hyperparameters: type | None = None) -> Config:

@@ -286,6 +286,7 @@ ARM = Arm(
     train,
     save_model,
     seeds_in_one_run=True,
+    resumable=True,
     steps_pure_functions=True,
 )
 """This file's arm."""

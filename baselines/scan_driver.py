@@ -27,6 +27,7 @@ from .cells import encode
 from .dqn_flax import FlaxPolicy, QNetwork, jitted_greedy_of_many
 from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, evaluate_policies, history_row
 from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
+from .harness.checkpoint import Checkpoint, tree_from_host, tree_to_host
 from .metrics import HistoryRow, TrainResult, solved_reward, solved_since
 from .scan_lanes import lane_values, program_config
 from .scan_profile import split_scan_time
@@ -123,10 +124,17 @@ def train_seeds(
     :func:`doors_gym_baselines.dqn_flax_scan.make_train`), segment by segment, evaluating between segments.
 
     ``jax_cache`` is the folder of JAX's compilation cache (None: none), recorded in the result's facts.
+
+    With ``config.run.checkpoint`` the run saves its state there after each segment and, if the file holds
+    this run's state (:class:`~.harness.checkpoint.Checkpoint`), goes on from it: its clock goes on from the
+    seconds the file recorded (the time between the last segment and a kill is lost, not counted), and its
+    facts list where it resumed.
     """
     start = time.perf_counter()
     lane_configs = getattr(trial, "lane_configs", None)
     if lane_configs:
+        if any(lane.run.checkpoint for lane in lane_configs):
+            raise ValueError("checkpoint is not supported for the lanes of a study: expected checkpoint=None")
         config = program_config([arm.configure(lane) for lane in lane_configs])
         config = config.replace(num_seeds=len(lane_configs))
         lanes = Lanes([lane.run.seed for lane in lane_configs], lane_values(lane_configs))
@@ -136,11 +144,18 @@ def train_seeds(
         config = arm.configure(config)
         seeds = CompiledSeeds(config, make_train(config), trial, start)
     num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
-    label = f"{arm.name} x {num_seeds} seed{'s' * (num_seeds != 1)}"
-    progress = Progress(config.num_iterations * num_envs * num_seeds, label, config.run.quiet)
     schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
+    checkpoint = None if config.run.checkpoint is None else Checkpoint(config.run.checkpoint, seeds.fingerprint())
+    first = global_step = 0
+    saved = None if checkpoint is None else checkpoint.load()
+    if saved is not None:
+        first, global_step = saved["first"], saved["global_step"]
+        seeds.load_state_dict(saved["seeds"], global_step)
+        schedule.load_state_dict(saved["schedule"])
+    label = f"{arm.name} x {num_seeds} seed{'s' * (num_seeds != 1)}"
+    total = config.num_iterations * num_envs * num_seeds
+    progress = Progress(total, label, config.run.quiet, done=min(first, config.num_iterations) * num_envs * num_seeds)
     per_chunk = seeds.parts.iterations_per_chunk
-    first = 0
     while first < config.num_iterations:
         epsilon = seeds.run_chunk(first)
         done_iterations = min(first + per_chunk, config.num_iterations)
@@ -154,7 +169,11 @@ def train_seeds(
         if seeds.frozen.all():  # every lane pruned, failed or solved
             break
         seeds.gather(chunks_left=-(-(config.num_iterations - first) // per_chunk))
+        if checkpoint is not None:
+            checkpoint.save({"first": first, "global_step": global_step, **seeds.state_dict(schedule)})
     progress.close()
+    if checkpoint is not None:
+        checkpoint.remove()
     last = schedule.final(global_step)
     return seeds.result(arm, global_step, last, schedule.seconds, jax_cache)
 
@@ -208,6 +227,41 @@ class CompiledSeeds:
         self.frozen = np.zeros(run.num_seeds, bool)
         self.kept: dict[int, tuple[Evaluation, TrainingFigures]] = {}
         self.last_figures: list[tuple[Evaluation, TrainingFigures]] = []
+        self.resumed: list[dict[str, float]] = []
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a checkpoint of this run must match to be resumed: the config's outcome, the seed slots of the
+        program and JAX's version (a resumed run must run the same program on the same state)."""
+        slots = self.layout.per_device * self.layout.mesh.size
+        return {"config": self.config.outcome_key(), "slots": slots, "jax": jax.__version__}
+
+    def state_dict(self, schedule: EvaluationSchedule) -> dict[str, Any]:
+        """The run's state as plain arrays and records (a :class:`~.harness.checkpoint.Checkpoint`'s contents):
+        the program's runner, the curve so far, the losses, the clocks, and ``schedule``'s state (kept in one
+        pickle with the curve, whose last row it shares)."""
+        names = ("history", "losses", "iterations", "scanning", "frozen", "kept", "last_figures", "clocks")
+        return {
+            "seeds": {
+                "runner": tree_to_host(self.runner),
+                "compile_seconds": self.compile_seconds,
+                "elapsed": time.perf_counter() - self.start,
+                "resumed": self.resumed,
+                **{name: getattr(self, name) for name in names},
+            },
+            "schedule": schedule.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any], global_step: int) -> None:
+        """Goes on from :meth:`state_dict`'s ``state["seeds"]`` (saved at env step ``global_step``): the runner
+        placed as this program's, the curve put into the list the schedule shares, the clock moved back by the
+        seconds already spent (this process's compile adds to them)."""
+        self.runner = tree_from_host(state["runner"], self.runner)
+        self.history[:] = state["history"]
+        for name in ("losses", "iterations", "scanning", "frozen", "kept", "last_figures", "clocks"):
+            setattr(self, name, state[name])
+        self.start -= state["elapsed"]
+        self.compile_seconds += state["compile_seconds"]
+        self.resumed = [*state["resumed"], {"at_step": global_step, "after_seconds": state["elapsed"]}]
 
     def run_chunk(self, first: int) -> float:
         """Runs the chunk that starts at iteration ``first`` and keeps its losses; returns its last epsilon."""
@@ -376,6 +430,8 @@ class CompiledSeeds:
         }
         if self.gathers:
             facts["gathers"] = self.gathers
+        if self.resumed:
+            facts["resumed"] = self.resumed
         figures = {"env_steps": global_step * num_seeds, "updates": updates, "model": model, "losses": self.losses}
         history = self.history
         return finish(arm, self.config, self.start, history, last, phases, method, wall_seconds, facts=facts, **figures)

@@ -11,12 +11,17 @@ and prints each seed's success and rolling reward.
     python benchmarks/level_trial.py --arm flax-numpy --level Random --steps 1000000 --eval-every 50000 \
         --preset shared --set hidden_sizes=[256,256] --set gamma=0.95
     python benchmarks/level_trial.py --arm flax-scan --level 3Walls --steps 8000000 --eval-every 250000 --seeds 3
+
+``--checkpoint FILE`` (``flax-scan``) makes a long probe resumable: run the same command again after a kill and it
+goes on from its last segment, its ``--log`` read back and continued.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import pathlib
 
 import yaml
 
@@ -28,51 +33,68 @@ from doors_gym_baselines.presets import level_preset, load_preset
 
 
 class LivePrinter:
-    """A :class:`~doors_gym_baselines.harness.Reporter` that prints each evaluation's row as it is made."""
+    """A :class:`~doors_gym_baselines.harness.Reporter` that prints each evaluation's row as it is made.
 
-    def __init__(self, seeds: int, log: str | None = None, header: dict | None = None) -> None:
+    ``resume``: the run goes on from a checkpoint, so the log is read back rather than rewritten: its rows are
+    printed again and kept, and a row the resumed run makes again (from its last segment) replaces the old one.
+    """
+
+    def __init__(self, seeds: int, log: str | None = None, header: dict | None = None, resume: bool = False) -> None:
         self.seeds = seeds
         self.last_step = -1
-        self.log = None if log is None else open(log, "w", encoding="utf-8")  # noqa: SIM115  # closed in close()
-        if self.log is not None:
-            self.log.write(json.dumps(header or {}) + "\n")
-            self.log.flush()
+        self.path = None if log is None else pathlib.Path(log)
+        self.lines = [header or {}]
+        if resume and self.path is not None and self.path.exists():
+            read = [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            self.lines += [line for line in read[1:] if "step" in line]  # its rows, not a finished run's end
         per_seed = " | success by seed | rolling by seed" if seeds > 1 else ""
         print(f"| env steps | wall s | greedy success | greedy step reward | rolling reward | solved{per_seed} |")
         print("|---:|---:|---:|---:|---:|---|" + ("---|---|" if seeds > 1 else ""), flush=True)
+        for figures in self.lines[1:]:
+            self.print_row(figures)
+        self.write()
+
+    def write(self, end: dict | None = None) -> None:
+        """Writes the log whole (header, rows and ``end``): a run stopped at a wall limit keeps its curve."""
+        if self.path is not None:
+            lines = self.lines + ([end] if end else [])
+            partial = self.path.with_name(self.path.name + ".partial")
+            partial.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+            os.replace(partial, self.path)  # whole or not at all: a kill while writing keeps the last log
+
+    def print_row(self, figures: dict) -> None:
+        """One evaluation's row of the printed table."""
+        line = (
+            f"| {figures['step']} | {figures['seconds']:.1f} | {figures['greedy_success_rate']:.3f} "
+            f"| {figures['greedy_step_reward']:.3f} | {figures['rolling_reward']:.3f} | {figures['solved']}"
+        )
+        if self.seeds > 1:
+            line += " | " + " ".join(f"{seed['greedy_success_rate']:.3f}" for seed in figures["per_seed"])
+            line += " | " + " ".join(f"{seed['rolling_reward']:.3f}" for seed in figures["per_seed"])
+        print(line + " |", flush=True)
 
     def observe(self, row: HistoryRow) -> float:
         self.last_step = int(row.step)
-        line = (
-            f"| {row.step} | {row.seconds:.1f} | {row.greedy_success_rate:.3f} | {row.greedy_step_reward:.3f} "
-            f"| {row.rolling_reward:.3f} | {row.solved}"
-        )
-        if self.seeds > 1:
-            line += " | " + " ".join(f"{seed.greedy_success_rate:.3f}" for seed in row.per_seed)
-            line += " | " + " ".join(f"{seed.rolling_reward:.3f}" for seed in row.per_seed)
-        print(line + " |", flush=True)
-        if self.log is not None:  # a line as each evaluation comes: a run stopped at a wall limit keeps its curve
-            seeds = [
-                {"seed": seed.seed, "greedy_success_rate": seed.greedy_success_rate,
-                 "rolling_reward": seed.rolling_reward, "solved": seed.solved}
-                for seed in row.per_seed
-            ]
-            figures = {
-                "step": int(row.step), "seconds": row.seconds, "sps": row.sps,
-                "greedy_success_rate": row.greedy_success_rate, "greedy_step_reward": row.greedy_step_reward,
-                "rolling_reward": row.rolling_reward, "solved": row.solved, "per_seed": seeds,
-                # the learner's side, to read a collapse by (the TD loss, exploration, training episodes' length)
-                "loss": row.loss, "epsilon": row.epsilon, "train_episode_length": row.train_episode_length,
-            }
-            self.log.write(json.dumps(figures) + "\n")
-            self.log.flush()
+        seeds = [
+            {"seed": seed.seed, "greedy_success_rate": seed.greedy_success_rate,
+             "rolling_reward": seed.rolling_reward, "solved": seed.solved}
+            for seed in row.per_seed
+        ]
+        figures = {
+            "step": int(row.step), "seconds": row.seconds, "sps": row.sps,
+            "greedy_success_rate": row.greedy_success_rate, "greedy_step_reward": row.greedy_step_reward,
+            "rolling_reward": row.rolling_reward, "solved": row.solved, "per_seed": seeds,
+            # the learner's side, to read a collapse by (the TD loss, exploration, training episodes' length)
+            "loss": row.loss, "epsilon": row.epsilon, "train_episode_length": row.train_episode_length,
+        }
+        self.print_row(figures)
+        self.lines = [line for line in self.lines if line.get("step", -1) < figures["step"]] + [figures]
+        self.write()
         return row.greedy_step_reward
 
     def close(self, env_steps: int, wall_seconds: float) -> None:
         """Ends the log with the run's end: a log without it was cut short (a wall limit, a kill)."""
-        if self.log is not None:
-            self.log.write(json.dumps({"finished": True, "env_steps": env_steps, "wall_seconds": wall_seconds}) + "\n")
-            self.log.close()
+        self.write({"finished": True, "env_steps": env_steps, "wall_seconds": wall_seconds})
 
     def report(self, value: float, step: int) -> None:
         pass
@@ -103,6 +125,11 @@ def main() -> None:
         "and training episodes' length beside the printed figures",
     )
     parser.add_argument("--save", default=None, help="write the first seed's trained model here (doors-gym enjoy reads it)")
+    parser.add_argument(
+        "--checkpoint", default=None,
+        help="save the run's state here after each segment and, started again, go on from it (flax-scan): the log "
+        "is then read back and continued, not rewritten",
+    )
     args = parser.parse_args()
     changes = {}
     for item in args.set:
@@ -115,8 +142,9 @@ def main() -> None:
     layout = level_run(get_level(args.level))
     config = config.replace(
         total_steps=args.steps, eval_every=args.eval_every, seed=args.seed, num_seeds=args.seeds, quiet=True,
-        stop_when_solved=args.stop_when_solved, **layout, **changes,
+        stop_when_solved=args.stop_when_solved, checkpoint=args.checkpoint, **layout, **changes,
     )
+    resume = args.checkpoint is not None and pathlib.Path(args.checkpoint).exists()
     print(
         f"{arm.name} at {args.level}, seeds {args.seed}-{args.seed + args.seeds - 1}, preset {preset.name}, "
         f"changes {changes}; bar {solved_reward(config.params)}",
@@ -127,7 +155,7 @@ def main() -> None:
         "changes": changes, "bar": solved_reward(config.params), "total_steps": args.steps,
         "hold_out_steps": config.run.hold_out_steps, "stop_when_solved": args.stop_when_solved,
     }
-    printer = LivePrinter(args.seeds, args.log, header)
+    printer = LivePrinter(args.seeds, args.log, header, resume=resume)
     result = arm.train(config, printer)
     if result.history and int(result.history[-1].step) != printer.last_step:  # the final evaluation, not reported
         printer.observe(result.history[-1])

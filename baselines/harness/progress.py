@@ -21,15 +21,19 @@ class Progress:
     line on stderr at each tenth of the run: env steps, seconds, env steps/s and the figures. Silent when ``quiet``.
     """
 
-    def __init__(self, total: int, description: str, quiet: bool) -> None:
+    def __init__(self, total: int, description: str, quiet: bool, done: int = 0) -> None:
+        """``done``: env steps already made (a resumed run's), shown from the start and left out of the rate."""
         self._bar = None
         self._lines = not quiet and not in_a_terminal()
         self._total, self._description = max(int(total), 1), description
-        self._done, self._logged, self._start = 0, 0, time.perf_counter()
+        self._done, self._start = int(done), time.perf_counter()
+        self._resumed_at, self._logged = self._done, min(LOG_LINES, self._done * LOG_LINES // self._total)
         if not quiet and not self._lines:
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=total, desc=description, unit="step", unit_scale=True, dynamic_ncols=True)
+            self._bar = tqdm(
+                total=total, initial=done, desc=description, unit="step", unit_scale=True, dynamic_ncols=True
+            )
 
     def update(self, steps: int, **figures: float) -> None:
         """Advances by ``steps`` env steps and shows ``figures`` (a NaN one is left out)."""
@@ -42,7 +46,7 @@ class Progress:
         if self._lines and tenth > self._logged:
             self._logged = tenth
             seconds = time.perf_counter() - self._start
-            rate = self._done / seconds if seconds > 0 else float("nan")
+            rate = (self._done - self._resumed_at) / seconds if seconds > 0 else float("nan")
             extra = "".join(f", {key} {value}" for key, value in shown.items())
             print(
                 f"{self._description}: {self._done:,} of {self._total:,} env steps ({self._done / self._total:.0%}), "

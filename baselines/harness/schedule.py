@@ -112,6 +112,15 @@ class EvaluationSchedule:
         run = self._config.run
         return run.stop_when_solved and solved_since(self._history, run.hold_out_steps) is not None
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs of the schedule (its history is the caller's): the next evaluation's step,
+        the last evaluation and the seconds spent evaluating."""
+        return {"next_step": self._next_step, "last": self._last, "seconds": self.seconds}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Goes on from :meth:`state_dict`'s ``state`` (the caller restores the history it shares)."""
+        self._next_step, self._last, self.seconds = state["next_step"], state["last"], state["seconds"]
+
     def final(self, global_step: int) -> tuple[Evaluation, HistoryRow]:
         """The evaluation at the end of training (recorded by :func:`~.timing.finish`).
 

@@ -36,8 +36,9 @@ TUNING_RUN = RunSettings(
     quiet=True,
 )
 """The run settings of every trial unless told otherwise (``doors-gym tune`` flags)."""
-TRIAL_RUN_FIELDS_OFF_THE_CLI = ("num_seeds", "stop_when_solved", "quiet", "profile", "devices")
-"""Run settings a trial fixes: one seed, when to stop (the objective's), no progress bar."""
+TRIAL_RUN_FIELDS_OFF_THE_CLI = ("num_seeds", "stop_when_solved", "quiet", "profile", "devices", "checkpoint")
+"""Run settings a trial fixes: one seed, when to stop (the objective's), no progress bar, no checkpoint (a study
+resumes by its storage)."""
 
 
 def check_trial_run(run: RunSettings, objective: str = DEFAULT_OBJECTIVE) -> RunSettings:

@@ -244,7 +244,7 @@ def test_a_run_cached_before_a_knob_was_added_is_reused_while_the_knob_keeps_its
     from doors_gym_baselines.config import DQNConfig
 
     config = DQNConfig.of(total_steps=2_000, seed=100)
-    saved = compare.cache_key(config)
+    saved = config.outcome_key()
     del saved["hyperparameters"]["layer_norm"]  # as written before layer_norm existed
     cache = tmp_path / "run.json"
     cache.write_text(json.dumps({"config": saved, "model_uri": None, "seeds": []}))
