@@ -17,7 +17,6 @@ import pickle
 import sys
 from typing import Any
 
-import jax
 import numpy as np
 
 FORMAT = 1
@@ -69,13 +68,20 @@ class Checkpoint:
         self.path.unlink(missing_ok=True)
 
 
+# JAX is imported where it is used: ``compare`` reads this module's suffix, and naming the arms imports no framework.
+
+
 def is_key(leaf: Any) -> bool:
     """Whether a leaf is an array of typed JAX PRNG keys (saved as their raw data)."""
+    import jax
+
     return jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key)
 
 
 def tree_to_host(tree: Any) -> list[np.ndarray]:
     """The leaves of a pytree of JAX arrays as NumPy arrays (a typed key array as its key data)."""
+    import jax
+
     return [np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf) for leaf in jax.tree.leaves(tree)]
 
 
@@ -86,6 +92,8 @@ def tree_from_host(saved: list[np.ndarray], like: Any) -> Any:
     Raises:
         ValueError: when ``saved`` does not fit ``like`` (another number of leaves, or a shape or dtype apart).
     """
+    import jax
+
     leaves, treedef = jax.tree.flatten(like)
     if len(saved) != len(leaves):
         raise ValueError(f"a saved state of {len(saved)} arrays does not fit a runner of {len(leaves)}")
