@@ -110,6 +110,9 @@ def test_compare_is_logged_to_mlflow(tiny_compare) -> None:
 
 def test_compare_resumes_from_finished_runs(tiny_compare, capsys: pytest.CaptureFixture[str]) -> None:
     options, first = tiny_compare
+    runs = pathlib.Path(options.out) / "runs"
+    assert len(list(runs.glob("flax-scan-seed*.json"))) == 3  # its two seeds and their run together
+    assert not list(runs.glob("*.ckpt")), "a finished run removes its checkpoint (its cache holds what it made)"
     again = compare.compare(options, RunSettings(quiet=True))
     assert "reusing" in capsys.readouterr().out
     assert [row.rolling_reward.mean for row in again.rows] == [row.rolling_reward.mean for row in first.rows]
