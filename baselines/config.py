@@ -260,8 +260,8 @@ class RunSettings:
     quiet: bool = field(False, "no progress: no bar at a terminal, no lines in a log")
     checkpoint: str | None = field(
         None,
-        "file a resumable arm (flax-scan) saves its training state to after each segment; a run started again "
-        "with the same config goes on from it (a killed run loses at most a segment), and it is removed at the end",
+        "file a resumable arm (flax-scan) saves its training state to at a segment's end, once a minute at "
+        "most; a run started again with the same config goes on from it, and it is removed at the end",
     )
 
     def __post_init__(self) -> None:

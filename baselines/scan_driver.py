@@ -33,6 +33,12 @@ from .scan_lanes import lane_values, program_config
 from .scan_profile import split_scan_time
 
 
+CHECKPOINT_SECONDS = 60.0
+"""Least seconds between two checkpoints of a run (``config.run.checkpoint``): a run saves after the first segment
+that ends this long after its last save (or its start), so a killed run loses at most this and a segment, and a run
+shorter than this writes none (a save takes a few ms to a second: a short run's time stays its training's)."""
+
+
 def seed_devices(requested: int | None, num_seeds: int) -> list[jax.Device]:
     """The devices seeds spread over: ``requested`` of them, else one per device up to the seeds.
 
@@ -125,7 +131,8 @@ def train_seeds(
 
     ``jax_cache`` is the folder of JAX's compilation cache (None: none), recorded in the result's facts.
 
-    With ``config.run.checkpoint`` the run saves its state there after each segment and, if the file holds
+    With ``config.run.checkpoint`` the run saves its state there after a segment (at most every
+    :data:`CHECKPOINT_SECONDS`) and, if the file holds
     this run's state (:class:`~.harness.checkpoint.Checkpoint`), goes on from it: its clock goes on from the
     seconds the file recorded (the time between the last segment and a kill is lost, not counted), and its
     facts list where it resumed.
@@ -156,6 +163,7 @@ def train_seeds(
     total = config.num_iterations * num_envs * num_seeds
     progress = Progress(total, label, config.run.quiet, done=min(first, config.num_iterations) * num_envs * num_seeds)
     per_chunk = seeds.parts.iterations_per_chunk
+    last_saved = time.perf_counter()
     while first < config.num_iterations:
         epsilon = seeds.run_chunk(first)
         done_iterations = min(first + per_chunk, config.num_iterations)
@@ -169,8 +177,9 @@ def train_seeds(
         if seeds.frozen.all():  # every lane pruned, failed or solved
             break
         seeds.gather(chunks_left=-(-(config.num_iterations - first) // per_chunk))
-        if checkpoint is not None:
+        if checkpoint is not None and time.perf_counter() - last_saved >= CHECKPOINT_SECONDS:
             checkpoint.save({"first": first, "global_step": global_step, **seeds.state_dict(schedule)})
+            last_saved = time.perf_counter()
     progress.close()
     if checkpoint is not None:
         checkpoint.remove()

@@ -127,8 +127,8 @@ def main() -> None:
     parser.add_argument("--save", default=None, help="write the first seed's trained model here (doors-gym enjoy reads it)")
     parser.add_argument(
         "--checkpoint", default=None,
-        help="save the run's state here after each segment and, started again, go on from it (flax-scan): the log "
-        "is then read back and continued, not rewritten",
+        help="save the run's state here as it goes (a segment's end, once a minute) and, started again, go on "
+        "from it (flax-scan): the log is then read back and continued, not rewritten",
     )
     args = parser.parse_args()
     changes = {}

@@ -1,8 +1,8 @@
 """A run's training state on disk, so that a run killed part way goes on from its last segment.
 
-A resumable arm (the fully jitted one) writes its state to ``config.run.checkpoint`` after each segment and,
-started again with the same config, reads it back and trains on from there: the same program on the same
-state, so the resumed run learns what the run would have learned uninterrupted. The file is written whole
+A resumable arm (the fully jitted one) writes its state to ``config.run.checkpoint`` at the end of a segment
+(once a minute at most) and, started again with the same config, reads it back and trains on from there: the
+same program on the same state, so the resumed run learns what the run would have learned uninterrupted. The file is written whole
 and then renamed over the last one (a kill while writing leaves the previous one), and removed when the run
 ends. It is a pickle (NumPy arrays and the run's own records): read only checkpoints your runs wrote.
 Orbax would also save the arrays; a run's state is a few MB of arrays beside Python records of its curve,

@@ -112,7 +112,7 @@ def test_compare_resumes_from_finished_runs(tiny_compare, capsys: pytest.Capture
     options, first = tiny_compare
     runs = pathlib.Path(options.out) / "runs"
     assert len(list(runs.glob("flax-scan-seed*.json"))) == 3  # its two seeds and their run together
-    assert not list(runs.glob("*.ckpt")), "a finished run removes its checkpoint (its cache holds what it made)"
+    assert not list(runs.glob("*.ckpt")), "no checkpoint is left beside the caches of finished runs"
     again = compare.compare(options, RunSettings(quiet=True))
     assert "reusing" in capsys.readouterr().out
     assert [row.rolling_reward.mean for row in again.rows] == [row.rolling_reward.mean for row in first.rows]

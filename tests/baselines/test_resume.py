@@ -23,6 +23,14 @@ class Killed(Exception):
     """Stands for a kill between two segments."""
 
 
+@pytest.fixture(autouse=True)
+def save_every_segment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These runs take seconds: each segment is saved (a run saves at most once a minute)."""
+    from doors_gym_baselines import scan_driver
+
+    monkeypatch.setattr(scan_driver, "CHECKPOINT_SECONDS", 0.0)
+
+
 def kill_at_chunk(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
     """Makes the driver's ``count``-th chunk raise :class:`Killed` (the chunks before it ran and were saved)."""
     from doors_gym_baselines import scan_driver
@@ -163,3 +171,17 @@ def test_a_level_trial_killed_part_way_goes_on_with_its_log(tmp_path, monkeypatc
     assert end["finished"] is True and not checkpoint.exists()
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(printed) == len(rows)  # the kept rows printed again, then the new ones
+
+
+def test_a_run_shorter_than_the_checkpoint_interval_writes_no_checkpoint(tmp_path, monkeypatch) -> None:
+    """A short run's time stays its training's: no save before a minute has passed since the run began."""
+    from doors_gym_baselines import scan_driver
+    from doors_gym_baselines.dqn_flax_scan import train
+
+    monkeypatch.setattr(scan_driver, "CHECKPOINT_SECONDS", 3600.0)
+    path = tmp_path / "run.ckpt"
+    with monkeypatch.context() as patched:
+        kill_at_chunk(patched, 9)
+        with pytest.raises(Killed):
+            train(DQNConfig.of(**SMALL, checkpoint=str(path)))
+    assert not path.exists()
