@@ -132,8 +132,8 @@ def train_seeds(
     ``jax_cache`` is the folder of JAX's compilation cache (None: none), recorded in the result's facts.
 
     With ``config.run.checkpoint`` the run saves its state there after a segment (at most every
-    :data:`CHECKPOINT_SECONDS`) and, if the file holds
-    this run's state (:class:`~.harness.checkpoint.Checkpoint`), goes on from it: its clock goes on from the
+    :data:`CHECKPOINT_SECONDS`) and, if the file holds this run's state
+    (:class:`~.harness.checkpoint.Checkpoint`), goes on from it: its clock goes on from the
     seconds the file recorded (the time between the last segment and a kill is lost, not counted), and its
     facts list where it resumed.
     """
@@ -208,6 +208,9 @@ class CompiledSeeds:
     its trial would have taken as a run of its own.
     """
 
+    SAVED = ("losses", "iterations", "scanning", "frozen", "kept", "last_figures", "clocks")
+    """What a checkpoint keeps of the host's side beside the runner, the curve and the clock (:meth:`state_dict`)."""
+
     def __init__(
         self,
         config: DQNConfig,
@@ -248,14 +251,14 @@ class CompiledSeeds:
         """The run's state as plain arrays and records (a :class:`~.harness.checkpoint.Checkpoint`'s contents):
         the program's runner, the curve so far, the losses, the clocks, and ``schedule``'s state (kept in one
         pickle with the curve, whose last row it shares)."""
-        names = ("history", "losses", "iterations", "scanning", "frozen", "kept", "last_figures", "clocks")
         return {
             "seeds": {
                 "runner": tree_to_host(self.runner),
                 "compile_seconds": self.compile_seconds,
                 "elapsed": time.perf_counter() - self.start,
                 "resumed": self.resumed,
-                **{name: getattr(self, name) for name in names},
+                "history": self.history,
+                **{name: getattr(self, name) for name in self.SAVED},
             },
             "schedule": schedule.state_dict(),
         }
@@ -266,7 +269,7 @@ class CompiledSeeds:
         seconds already spent (this process's compile adds to them)."""
         self.runner = tree_from_host(state["runner"], self.runner)
         self.history[:] = state["history"]
-        for name in ("losses", "iterations", "scanning", "frozen", "kept", "last_figures", "clocks"):
+        for name in self.SAVED:
             setattr(self, name, state[name])
         self.start -= state["elapsed"]
         self.compile_seconds += state["compile_seconds"]
