@@ -342,20 +342,6 @@ def file_logger(arm: ArmProtocol, path: pathlib.Path) -> Any:
     return log_one
 
 
-def same_config(saved: Any, config: Config) -> bool:
-    """Whether a cache's saved config is ``config``'s: equal, or equal once the fields added since it was written
-    take their defaults (a knob added later is off by default, so the runs written before it stay valid)."""
-    if saved == config.outcome_key():
-        return True
-    if not isinstance(saved, dict):
-        return False
-    try:
-        filled = type(config).from_dict(saved, type(config.hyperparameters))
-    except (TypeError, ValueError):  # a field since removed or renamed, or a value no longer allowed
-        return False
-    return filled.outcome_key() == config.outcome_key()
-
-
 def load_cached(planned: PlannedRun) -> MadeRun | None:
     """A finished run's per-seed figures and model URI, if its cache holds them for the same config."""
     if not planned.cache.exists():
@@ -364,7 +350,7 @@ def load_cached(planned: PlannedRun) -> MadeRun | None:
         saved = json.loads(planned.cache.read_text())
     except json.JSONDecodeError:
         return None
-    if not same_config(saved.get("config"), planned.config):
+    if not planned.config.same_outcome(saved.get("config")):
         return None
     return MadeRun([reporting.SeedRun.from_dict(seed) for seed in saved["seeds"]], saved.get("model_uri"))
 

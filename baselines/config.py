@@ -128,6 +128,13 @@ class Hyperparameters:
         "and evaluation are untouched): waiting, or pushing into an edge, then costs more than (1 - gamma) of a "
         "state's value (0: off)",
     )
+    advantage_learning: float = field(
+        0.0,
+        "advantage learning (Bellemare et al. 2016): the TD target takes off this share of how far the taken action's "
+        "value falls below the state's best, both under the target network, which widens the gaps between actions' "
+        "values (1 / (1 - share) times at its fixed point) where they are small beside the values' errors "
+        "(0: off; below 1)",
+    )
     restart_prob: float = field(
         0.0,
         "exploring starts: the probability that a training episode starts with the agent anywhere (env reset "
@@ -163,6 +170,9 @@ class Hyperparameters:
             value = getattr(self, name)
             if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
                 raise ValueError(f"{name}={value!r} is out of range: expected a number in (0, 1]")
+        share = self.advantage_learning
+        if isinstance(share, bool) or not (isinstance(share, (int, float)) and 0.0 <= share < 1.0):
+            raise ValueError(f"advantage_learning={share!r} is out of range: expected a number in [0, 1) (0: off)")
         cost = self.step_cost
         if isinstance(cost, bool) or not (isinstance(cost, (int, float)) and 0.0 <= cost <= 1.0):
             raise ValueError(f"step_cost={cost!r} is out of range: expected a number in [0, 1] (0: off)")
@@ -195,6 +205,8 @@ class Hyperparameters:
             extras.append(f"step cost {self.step_cost:g} in training")
         if self.n_step > 1:
             extras.append(f"{self.n_step}-step returns")
+        if self.advantage_learning > 0:
+            extras.append(f"advantage learning {self.advantage_learning:g}")
         if self.restart_prob > 0:
             extras.append(
                 f"starts anywhere {self.restart_prob:.0%} of episodes, to none at {self.restart_fraction:.0%} of the budget"
@@ -369,6 +381,20 @@ class Config:
         for name in RUN_FIELDS_OFF_THE_OUTCOME:
             values["run"].pop(name)
         return values
+
+    def same_outcome(self, saved: Any) -> bool:
+        """Whether ``saved``, an :meth:`outcome_key` written earlier (a cached run's, a checkpoint's), is this
+        config's: equal, or equal once the fields added since it was written take their defaults (a knob added
+        later is off by default, so the runs and checkpoints written before it stay valid)."""
+        if saved == self.outcome_key():
+            return True
+        if not isinstance(saved, dict):
+            return False
+        try:
+            filled = type(self).from_dict(saved, type(self.hyperparameters))
+        except (TypeError, ValueError):  # a field since removed or renamed, or a value no longer allowed
+            return False
+        return filled.outcome_key() == self.outcome_key()
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], hyperparameters: type | None = None) -> Config:

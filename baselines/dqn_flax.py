@@ -146,6 +146,12 @@ def updated_target(params: Any, target_params: Any, tau: float) -> Any:
     return params if tau >= 1.0 else optax.incremental_update(params, target_params, tau)
 
 
+def action_shortfall(q: jax.Array, actions: jax.Array) -> jax.Array:
+    """``max_b q(s, b) - q(s, a)`` of each row of ``q`` ``(batch, actions)`` and its ``actions``: what advantage
+    learning takes its share of off the TD target (the hyperparameter ``advantage_learning``)."""
+    return q.max(axis=1) - jnp.take_along_axis(q, actions[:, None], axis=1).squeeze(1)
+
+
 def make_loss(network: QNetwork, config: DQNConfig):
     """The TD loss ``loss(params, target_params, batch)``, shared with the fully jitted arm."""
     hyper = config.hyperparameters
@@ -161,7 +167,10 @@ def make_loss(network: QNetwork, config: DQNConfig):
         # Bootstrap through truncation: only termination cuts the return. A multi-step batch brings each
         # return's discount (gamma ** steps taken) after its summed rewards.
         discounts = multi_step[0] if multi_step else hyper.gamma
-        targets = jax.lax.stop_gradient(rewards + discounts * next_values * (1.0 - terminated))
+        targets = rewards + discounts * next_values * (1.0 - terminated)
+        if hyper.advantage_learning > 0:
+            targets = targets - hyper.advantage_learning * action_shortfall(network.apply(target_params, obs), actions)
+        targets = jax.lax.stop_gradient(targets)
         values = jnp.take_along_axis(network.apply(params, obs), actions[:, None], axis=1).squeeze(1)
         if hyper.loss == "huber":
             return optax.huber_loss(values, targets, delta=1.0).mean()

@@ -231,6 +231,7 @@ class TorchLearner:
         self.scheduler = make_scheduler(config, self.optimizer)
         self.loss_function = nn.SmoothL1Loss() if hyper.loss == "huber" else nn.MSELoss()
         self.double_dqn, self.tau, self.max_grad_norm = hyper.double_dqn, hyper.tau, hyper.max_grad_norm
+        self.advantage_learning = hyper.advantage_learning
         self.target_update = hyper.target_update
         self.updates = 0
         self.compile_seconds = 0.0
@@ -301,6 +302,10 @@ class TorchLearner:
                 next_values = next_q.max(dim=1).values
             discount = self.gamma if discounts is None else discounts
             targets = rewards + discount * next_values * (1.0 - terminated)
+            if self.advantage_learning > 0:  # the taken action's shortfall from the best, under the target
+                q = self.target_network(cells)
+                shortfall = q.max(dim=1).values - q.gather(1, actions[:, None]).squeeze(1)
+                targets = targets - self.advantage_learning * shortfall
         values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
         loss = self.loss_function(values, targets)
         loss.backward()

@@ -152,7 +152,7 @@ def train_seeds(
         seeds = CompiledSeeds(config, make_train(config), trial, start)
     num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
     schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
-    checkpoint = None if config.run.checkpoint is None else Checkpoint(config.run.checkpoint, seeds.fingerprint())
+    checkpoint = None if config.run.checkpoint is None else Checkpoint(config.run.checkpoint, seeds.fingerprint(), seeds.resumes)
     first = global_step = 0
     saved = None if checkpoint is None else checkpoint.load()
     if saved is not None:
@@ -246,6 +246,17 @@ class CompiledSeeds:
         program and JAX's version (a resumed run must run the same program on the same state)."""
         slots = self.layout.per_device * self.layout.mesh.size
         return {"config": self.config.outcome_key(), "slots": slots, "jax": jax.__version__}
+
+    def resumes(self, saved: Any) -> bool:
+        """Whether a checkpoint's ``saved`` fingerprint is this run's: the same seed slots and JAX version, and its
+        config this config's outcome (``Config.same_outcome``: one written before a knob was added still matches
+        while the knob keeps its default)."""
+        mine = self.fingerprint()
+        if not isinstance(saved, dict) or saved.keys() != mine.keys():
+            return False
+        return all(saved[name] == mine[name] for name in mine if name != "config") and self.config.same_outcome(
+            saved["config"]
+        )
 
     def state_dict(self, schedule: EvaluationSchedule) -> dict[str, Any]:
         """The run's state as plain arrays and records (a :class:`~.harness.checkpoint.Checkpoint`'s contents):

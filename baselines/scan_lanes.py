@@ -4,7 +4,7 @@ A lane is one run of its own hyperparameters and seed. The hyperparameters that 
 its control flow (network widths, batch, buffer, env count, train frequency, optimizer, loss) are the
 program's, one for every lane; those in :data:`PER_LANE` are arrays with a value per lane, read in the trace:
 the discount, the learning rate and its decay, gradient clipping, the target network's period and ``tau``,
-learning starts, the exploration schedule, Double DQN and the exploring starts. ``make_train(config, lanes=True)``
+learning starts, the exploration schedule, Double DQN, advantage learning's share and the exploring starts. ``make_train(config, lanes=True)``
 of :mod:`.dqn_flax_scan` trains with them; each lane computes what its own run computes, to float tolerance. One
 exception, in the random draws only: a program draws exploring starts when any of its lanes has them, so a lane with
 ``restart_prob`` 0 among them plays the same algorithm with other draws than its run alone.
@@ -22,7 +22,7 @@ import numpy as np
 import optax
 
 from .config import DQNConfig
-from .dqn_flax import LearnerState, QNetwork
+from .dqn_flax import LearnerState, QNetwork, action_shortfall
 
 PER_LANE = (
     "gamma",
@@ -34,6 +34,7 @@ PER_LANE = (
     "learning_starts",
     "exploration_fraction",
     "double_dqn",
+    "advantage_learning",
     "restart_prob",
     "restart_fraction",
 )
@@ -53,6 +54,7 @@ class LaneHyper(NamedTuple):
     learning_starts: Any
     exploration_fraction: Any
     double_dqn: Any
+    advantage_learning: Any
     restart_prob: Any
     restart_fraction: Any
     decay_updates: Any
@@ -83,11 +85,13 @@ def lane_values(configs: Sequence[DQNConfig]) -> LaneHyper:
 
 def program_config(configs: Sequence[DQNConfig]) -> DQNConfig:
     """The config a program of these lanes is traced with: the first lane's, learning from the earliest start, with
-    exploring starts drawn where any lane has them (each lane's probability is its own, :func:`lane_restart`)."""
+    exploring starts drawn where any lane has them (each lane's probability is its own, :func:`lane_restart`) and
+    advantage learning traced where any lane has it (each lane's share is its own, :func:`lane_loss`)."""
     first = configs[0]
     earliest = min(config.hyperparameters.learning_starts for config in configs)
     restarts = max(config.hyperparameters.restart_prob for config in configs)
-    return first.replace(learning_starts=earliest, restart_prob=restarts)
+    share = max(config.hyperparameters.advantage_learning for config in configs)
+    return first.replace(learning_starts=earliest, restart_prob=restarts, advantage_learning=share)
 
 
 def lane_optimizer(config: DQNConfig) -> optax.GradientTransformation:
@@ -110,8 +114,10 @@ def lane_restart(config: DQNConfig, lane: LaneHyper, step: jax.Array) -> jax.Arr
 
 
 def lane_loss(network: QNetwork, config: DQNConfig) -> Callable:
-    """``loss(params, target_params, batch, lane)``: the TD loss with the lane's discount and Double DQN flag."""
+    """``loss(params, target_params, batch, lane)``: the TD loss with the lane's discount, Double DQN flag and
+    advantage learning's share."""
     huber = config.hyperparameters.loss == "huber"
+    advantage_learning = config.hyperparameters.advantage_learning > 0  # any lane's (program_config's maximum)
 
     def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...], lane: LaneHyper) -> jax.Array:
         obs, actions, rewards, next_obs, terminated, *multi_step = batch
@@ -120,7 +126,10 @@ def lane_loss(network: QNetwork, config: DQNConfig) -> Callable:
         double_values = jnp.take_along_axis(next_q, next_actions[:, None], axis=1).squeeze(1)
         next_values = jnp.where(lane.double_dqn, double_values, next_q.max(axis=1))
         discounts = multi_step[0] if multi_step else lane.gamma  # a multi-step batch's gamma ** steps taken
-        targets = jax.lax.stop_gradient(rewards + discounts * next_values * (1.0 - terminated))
+        targets = rewards + discounts * next_values * (1.0 - terminated)
+        if advantage_learning:  # a lane without it takes 0 of the shortfall
+            targets = targets - lane.advantage_learning * action_shortfall(network.apply(target_params, obs), actions)
+        targets = jax.lax.stop_gradient(targets)
         values = jnp.take_along_axis(network.apply(params, obs), actions[:, None], axis=1).squeeze(1)
         if huber:
             return optax.huber_loss(values, targets, delta=1.0).mean()

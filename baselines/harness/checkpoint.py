@@ -15,6 +15,7 @@ import os
 import pathlib
 import pickle
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,11 +28,15 @@ CHECKPOINT_SUFFIX = ".ckpt"
 
 class Checkpoint:
     """The checkpoint file of one run, tied to ``fingerprint`` (what decides the run's outcome and its layout):
-    :meth:`load` returns only a state written for the same fingerprint."""
+    :meth:`load` returns only a state written for the same fingerprint, as ``matches(saved_fingerprint)`` tells
+    (equality by default)."""
 
-    def __init__(self, path: str | os.PathLike, fingerprint: Any) -> None:
+    def __init__(
+        self, path: str | os.PathLike, fingerprint: Any, matches: Callable[[Any], bool] | None = None
+    ) -> None:
         self.path = pathlib.Path(path)
         self.fingerprint = fingerprint
+        self.matches = matches or (lambda saved: saved == fingerprint)
 
     def load(self) -> dict[str, Any] | None:
         """The state saved for this fingerprint, or None (no file, or one that is another run's or unreadable:
@@ -44,7 +49,7 @@ class Checkpoint:
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError) as error:
             print(f"checkpoint {self.path} cannot be read ({error!r}): starting afresh", file=sys.stderr, flush=True)
             return None
-        if not isinstance(saved, dict) or saved.get("format") != FORMAT or saved.get("fingerprint") != self.fingerprint:
+        if not isinstance(saved, dict) or saved.get("format") != FORMAT or not self.matches(saved.get("fingerprint")):
             print(
                 f"checkpoint {self.path} holds another run (another config, layout or format): starting afresh",
                 file=sys.stderr,

@@ -50,10 +50,12 @@ EXPLORATION = (
     Range("relative_inputs", choices=(False, True)),
     Range("dueling", choices=(False, True)),
     Range("step_cost", 0.0, 1.0),
+    Range("advantage_learning", 0.0, 0.95),
 )
 """Directed exploration, searched where each episode draws its doors (the larger levels'): multi-step returns,
-exploring starts and their decay, the relative inputs, the dueling heads and a training-only step cost (up to 1: the
-``31x31`` preset's 0.5 lies inside, so a study at that level starts from it unclipped). A study of ``Doors-v0``
+exploring starts and their decay, the relative inputs, the dueling heads, a training-only step cost (up to 1: the
+``31x31`` preset's 0.5 lies inside, so a study at that level starts from it unclipped) and advantage learning's
+share (to 0.95: 20 times the gaps between actions' values at its fixed point). A study of ``Doors-v0``
 leaves them off."""
 
 Space = Sequence[Range]

@@ -21,12 +21,12 @@ LANES = [
 
 
 EXPLORING = [
-    dict(restart_prob=0.3, restart_fraction=0.5, n_step=3, relative_inputs=True),
+    dict(restart_prob=0.3, restart_fraction=0.5, n_step=3, relative_inputs=True, advantage_learning=0.5),
     dict(restart_prob=0.8, restart_fraction=1.0, n_step=3, relative_inputs=True),
 ]
-"""Exploration settings per lane (restarts) and per program (multi-step returns, relative inputs). A lane whose
-``restart_prob`` is 0 in a program that draws restarts trains with other random draws than alone (the same
-algorithm): each lane here draws them."""
+"""Exploration settings per lane (restarts, advantage learning's share: the second lane has none in a program that
+traces it) and per program (multi-step returns, relative inputs). A lane whose ``restart_prob`` is 0 in a program
+that draws restarts trains with other random draws than alone (the same algorithm): each lane here draws them."""
 
 
 @pytest.mark.slow

@@ -102,6 +102,31 @@ def test_a_checkpoint_of_another_config_is_not_resumed(tmp_path, monkeypatch, ca
     assert not path.exists()
 
 
+def test_a_checkpoint_written_before_a_knob_was_added_resumes_while_the_knob_keeps_its_default(
+    tmp_path, monkeypatch
+) -> None:
+    """A checkpoint whose saved config lacks a hyperparameter added since (a row resumed by a newer version) is
+    the same run's while that knob keeps its default, and another's once the knob is turned on."""
+    import pickle
+
+    from doors_gym_baselines.dqn_flax_scan import train
+
+    path = tmp_path / "run.ckpt"
+    config = DQNConfig.of(**SMALL, checkpoint=str(path))
+    with monkeypatch.context() as patched:
+        kill_at_chunk(patched, 5)
+        with pytest.raises(Killed):
+            train(config)
+    saved = pickle.loads(path.read_bytes())
+    del saved["fingerprint"]["config"]["hyperparameters"]["advantage_learning"]  # as written before it existed
+    older = pickle.dumps(saved)
+    path.write_bytes(older)
+    assert "resumed" not in train(config.replace(advantage_learning=0.5)).facts
+    path.write_bytes(older)
+    per_chunk_steps = SMALL["total_steps"] // 20
+    assert [entry["at_step"] for entry in train(config).facts["resumed"]] == [4 * per_chunk_steps]
+
+
 def test_an_unreadable_checkpoint_is_said_and_the_run_starts_afresh(tmp_path, capsys) -> None:
     from doors_gym_baselines.dqn_flax_scan import train
 

@@ -1,5 +1,6 @@
 """Every arm takes the plain reference update: the same loss and the same parameters, step by step, on fixed
-batches, with every stabiliser (Double DQN, Polyak target averaging, learning-rate decay, gradient clipping).
+batches, with every stabiliser (Double DQN, Polyak target averaging, learning-rate decay, gradient clipping,
+advantage learning).
 
 The reference is DQN written the plainest way (a dense ``nn.Linear`` over the one-hot agent and goal planes,
 torch's single-tensor optimizer, the target copied with ``load_state_dict`` or averaged parameter by
@@ -40,12 +41,14 @@ STABILISERS = {
     "lr decay ending early": {"lr_end_fraction": 0.1, "lr_decay_fraction": 0.5, "learning_rate": 1e-2},
     "clipping": {"max_grad_norm": 0.05},
     "mse": {"loss": "mse", "learning_rate": 1e-2},
+    "advantage learning": {"advantage_learning": 0.5, "learning_rate": 1e-2},
     # With SGD: Adam's steps on near-zero gradients magnify float noise past any fair tolerance.
     "all": {
         "double_dqn": True,
         "tau": 0.5,
         "lr_end_fraction": 0.2,
         "max_grad_norm": 0.1,
+        "advantage_learning": 0.5,
         "learning_rate": 0.5,
         "optimizer": "sgd",
     },
@@ -87,6 +90,9 @@ class Reference:
             else:
                 next_values = next_q.max(1).values
             targets = rewards + discounts * next_values * (1 - terminated)
+            # Advantage learning: less the share of how far the taken action falls below the best, under the target.
+            q = self.target(obs)
+            targets -= hyper.advantage_learning * (q.max(1).values - q.gather(1, actions[:, None]).squeeze(1))
         values = self.network(obs).gather(1, actions[:, None]).squeeze(1)
         loss_function = torch.nn.functional.smooth_l1_loss if hyper.loss == "huber" else torch.nn.functional.mse_loss
         loss = loss_function(values, targets)
@@ -267,7 +273,8 @@ def test_the_learning_rate_decays_linearly_to_its_end_fraction_then_holds(fixed_
     ("field", "value"),
     [
         ("tau", 0.0), ("tau", 1.5), ("lr_end_fraction", -0.1), ("lr_decay_fraction", 0.0), ("lr_decay_fraction", 1.2),
-        ("max_grad_norm", -1.0), ("max_grad_norm", float("nan")),
+        ("max_grad_norm", -1.0), ("max_grad_norm", float("nan")), ("advantage_learning", 1.0),
+        ("advantage_learning", -0.1), ("advantage_learning", True),
     ],  # fmt: skip
 )
 def test_bad_stabiliser_values_name_the_field_and_the_range(field, value):
