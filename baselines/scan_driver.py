@@ -152,7 +152,9 @@ def train_seeds(
         seeds = CompiledSeeds(config, make_train(config), trial, start)
     num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
     schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
-    checkpoint = None if config.run.checkpoint is None else Checkpoint(config.run.checkpoint, seeds.fingerprint(), seeds.resumes)
+    checkpoint = None
+    if config.run.checkpoint is not None:
+        checkpoint = Checkpoint(config.run.checkpoint, seeds.fingerprint(), seeds.resumes)
     first = global_step = 0
     saved = None if checkpoint is None else checkpoint.load()
     if saved is not None:

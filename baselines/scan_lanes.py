@@ -4,10 +4,11 @@ A lane is one run of its own hyperparameters and seed. The hyperparameters that 
 its control flow (network widths, batch, buffer, env count, train frequency, optimizer, loss) are the
 program's, one for every lane; those in :data:`PER_LANE` are arrays with a value per lane, read in the trace:
 the discount, the learning rate and its decay, gradient clipping, the target network's period and ``tau``,
-learning starts, the exploration schedule, Double DQN, advantage learning's share and the exploring starts. ``make_train(config, lanes=True)``
-of :mod:`.dqn_flax_scan` trains with them; each lane computes what its own run computes, to float tolerance. One
-exception, in the random draws only: a program draws exploring starts when any of its lanes has them, so a lane with
-``restart_prob`` 0 among them plays the same algorithm with other draws than its run alone.
+learning starts, the exploration schedule, Double DQN, advantage learning's share and the exploring starts.
+``make_train(config, lanes=True)`` of :mod:`.dqn_flax_scan` trains with them; each lane computes what its own run
+computes, to float tolerance. One exception, in the random draws only: a program draws exploring starts when any of
+its lanes has them, so a lane with ``restart_prob`` 0 among them plays the same algorithm with other draws than its
+run alone.
 """
 
 from __future__ import annotations
