@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
-from .config import Config, Hyperparameters, RunSettings, make_config
+from .config import Config, Hyperparameters, RunSettings, level_env_id, make_config
 from .runtime import prepare_host_devices
 
 FRAMEWORK_STACKS = {"torch": ("torch",), "flax": ("jax", "flax", "optax")}
@@ -264,6 +264,16 @@ class Arm:
     def act(self, model: Any, obs: Any) -> Any:
         """Greedy actions of ``model`` (from :meth:`train` or :meth:`load`) for a batch of observations."""
         return model.act(obs)
+
+
+def env_label_at(arm: ArmProtocol, params: Any) -> str:
+    """What ``arm`` steps at the level of ``params`` (a ``DoorsParams``), for tables and run tags: its
+    :attr:`~ArmProtocol.env_label` with the env id of its backend (``Doors-v0``, ``DoorsJax-v0``) read as that backend's
+    id of the level (``Doors-63x63-v0``, ``DoorsJax-63x63-v0``); a label that is not its env id (the pure functions)
+    as it is."""
+    if arm.env_label != arm.env_id:
+        return arm.env_label
+    return level_env_id(arm.env_id, params)
 
 
 def arm_for_env(arms: Sequence[Arm], env_id: str) -> Arm:

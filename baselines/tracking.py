@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import doors_gym
 
-from .arm import ArmProtocol
+from .arm import ArmProtocol, env_label_at
 from .config import field, first_line
 from .metrics import HistoryRow, TrainResult
 from .runtime import mlflow_environment
@@ -246,13 +246,14 @@ def git_commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def run_tags(arm: ArmProtocol, **extra: str) -> dict[str, str]:
-    """The tags every run of an arm carries: arm, framework, what it steps, the package that provides the arm
-    (with its version), doors-gym's version, git commit and the process that runs it (see :func:`end_dead_runs`)."""
+def run_tags(arm: ArmProtocol, params: Any = None, **extra: str) -> dict[str, str]:
+    """The tags every run of an arm carries: arm, framework, what it steps (at the level of ``params``, a
+    ``DoorsParams``, where given: :func:`~.arm.env_label_at`), the package that provides the arm (with its version),
+    doors-gym's version, git commit and the process that runs it (see :func:`end_dead_runs`)."""
     return {
         "arm": arm.name,
         "framework": arm.framework,
-        "env_id": arm.env_label,
+        "env_id": arm.env_label if params is None else env_label_at(arm, params),
         "package": arm.package,
         "doors_gym.version": doors_gym.__version__,
         "git_commit": git_commit(),
@@ -368,7 +369,8 @@ def log_seed_runs(
 
     model_uri = None
     for index, seed in enumerate(seeds):
-        with mlflow.start_run(run_name=run_name(arm, [seed]), nested=True, tags=run_tags(arm, seeds=str(seed))):
+        tags = run_tags(arm, result.config.params, seeds=str(seed))
+        with mlflow.start_run(run_name=run_name(arm, [seed]), nested=True, tags=tags):
             for row in result.history:
                 figures = dataclasses.asdict(row.per_seed[index])
                 figures.pop("seed")
@@ -450,7 +452,7 @@ def tracked_run(
     import mlflow
 
     seeds = config.seeds
-    tags = run_tags(arm, **{"seeds": ",".join(map(str, seeds)), **tags})
+    tags = run_tags(arm, config.params, **{"seeds": ",".join(map(str, seeds)), **tags})
     if started is None or not nested or mlflow.active_run() is None:
         run = mlflow.start_run(run_name=name or run_name(arm, seeds), nested=nested, tags=tags)
     else:

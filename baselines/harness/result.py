@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..arm import Arm
+from ..arm import Arm, env_label_at
 from ..config import DQNConfig
 from ..evaluation import Evaluation
 from ..metrics import HistoryRow, Timings, TrainResult
@@ -34,7 +34,7 @@ def finish(
     timings = Timings(**phases, other=max(0.0, wall_seconds - sum(phases.values())), method=method)
     return TrainResult(
         arm=arm.name,
-        env_label=arm.env_label,
+        env_label=env_label_at(arm, config.params),
         config=config,
         evaluation=evaluation,
         rolling_reward=final.rolling_reward,

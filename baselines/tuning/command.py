@@ -143,7 +143,7 @@ def study_parent_run(options: TuneOptions, arm: ArmProtocol, run: RunSettings) -
         return parent_run_id(
             experiment_id,
             options.resolved_study_name,
-            tracking.run_tags(arm),
+            tracking.run_tags(arm, run.params),
             {
                 "arm": arm.name,
                 "level": options.level,

@@ -158,7 +158,8 @@ class LaneTrials:
         experiment = self.client.get_run(parent).info.experiment_id
         self.run_ids = []
         for trial, config in asked:
-            tags = {**tracking.run_tags(arm, **trial_tags(trial, options.worker)), "mlflow.parentRunId": parent}
+            tags = tracking.run_tags(arm, config.params, **trial_tags(trial, options.worker))
+            tags = {**tags, "mlflow.parentRunId": parent}
             run = self.client.create_run(experiment, run_name=f"trial-{trial.number}", tags=tags)
             params = {**tracking.config_params(config), **{f"search.{k}": str(v) for k, v in trial.params.items()}}
             self.client.log_batch(run.info.run_id, params=[mlflow.entities.Param(k, v) for k, v in params.items()])

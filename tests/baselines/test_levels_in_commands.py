@@ -9,6 +9,7 @@ from doors_gym import cli
 from doors_gym.levels import LEVELS, STUDY, get_level
 from doors_gym_baselines import compare, presets
 from doors_gym_baselines.api import Arm
+from doors_gym_baselines.arm import PURE_FUNCTIONS
 from doors_gym_baselines.config import RunSettings, at_level
 
 
@@ -130,3 +131,43 @@ def test_the_studys_level_typed_beside_a_layout_flag_is_an_error_too(capsys) -> 
     with pytest.raises(SystemExit):
         cli.main(["train", "--arm", "flax-numpy", "--level", "study", "--grid-size", "9", "9"])
     assert "--level 'study' sets the layout: --grid-size (9, 9)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arm_name", "label_of"),
+    [
+        ("torch-numpy", lambda level: level.env_id),
+        ("flax-jax", lambda level: level.jax_env_id),
+        ("flax-scan", lambda level: PURE_FUNCTIONS),
+    ],
+)
+def test_what_an_arm_steps_is_named_at_the_level_it_trains(arm_name, label_of) -> None:
+    from doors_gym_baselines import tracking
+    from doors_gym_baselines.arm import env_label_at
+    from doors_gym_baselines.arms import get_arm
+
+    arm = get_arm(arm_name)
+    assert env_label_at(arm, get_level(STUDY).params()) == arm.env_label  # Doors-v0's runs are named as before
+    for level in (get_level("3Walls"), get_level("63x63")):
+        assert env_label_at(arm, level.params()) == label_of(level)
+        assert tracking.run_tags(arm, level.params())["env_id"] == label_of(level)
+    assert tracking.run_tags(arm)["env_id"] == arm.env_label
+
+
+def test_train_at_a_level_names_the_levels_env_in_its_summary_and_run(tmp_path, capsys, load_arm) -> None:
+    import json
+
+    import mlflow
+
+    load_arm("flax")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    argv = [
+        "train", "--arm", "flax-jax", "--level", "3Walls", "--total-steps", "1000", "--learning-starts", "500",
+        "--num-envs", "4", "--eval-every", "0", "--quiet", "--track", "--tracking-uri", uri,
+    ]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    summary, _ = json.JSONDecoder().raw_decode(out[out.index("{") :])
+    assert summary["env_id"] == "DoorsJax-3Walls-v0"
+    (run,) = mlflow.MlflowClient(uri).search_runs(mlflow.MlflowClient(uri).search_experiments()[0].experiment_id)
+    assert run.data.tags["env_id"] == "DoorsJax-3Walls-v0"
