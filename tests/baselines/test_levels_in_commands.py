@@ -169,5 +169,6 @@ def test_train_at_a_level_names_the_levels_env_in_its_summary_and_run(tmp_path, 
     out = capsys.readouterr().out
     summary, _ = json.JSONDecoder().raw_decode(out[out.index("{") :])
     assert summary["env_id"] == "DoorsJax-3Walls-v0"
-    (run,) = mlflow.MlflowClient(uri).search_runs(mlflow.MlflowClient(uri).search_experiments()[0].experiment_id)
+    client = mlflow.MlflowClient(uri)
+    (run,) = client.search_runs([experiment.experiment_id for experiment in client.search_experiments()])
     assert run.data.tags["env_id"] == "DoorsJax-3Walls-v0"
