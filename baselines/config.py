@@ -22,6 +22,8 @@ from doors_gym import core
 from doors_gym.core import DoorsParams
 from doors_gym.levels import LEVELS, STUDY, Level, get_level
 
+from . import schedules
+
 ENV_IDS = ("Doors-v0", "DoorsJax-v0")
 """The arms' backends, by the study level's ids; a run at another level steps that backend's id of its level
 (:func:`doors_gym_baselines.levels.level_env_id`)."""
@@ -450,17 +452,16 @@ class DQNConfig(Config):
     @property
     def lr_decay_updates(self) -> int:
         """Updates over which the learning rate decays linearly (``lr_decay_fraction`` of the span from the first
-        update to the last), at least 1: update ``k`` runs at ``learning_rate * (1 - (1 - lr_end_fraction) *
-        min(1, k / lr_decay_updates))`` in every arm."""
+        update to the last), at least 1: update ``k`` runs at :func:`~.schedules.learning_rate` of ``k`` in every
+        arm."""
         return max(1, round(self.hyperparameters.lr_decay_fraction * (self.num_updates - 1)))
 
     def epsilon(self, step: Any, xp: Any = np) -> Any:
-        """Linearly decayed exploration rate at env step ``step`` (NumPy's ``xp`` or ``jax.numpy`` in a trace)."""
+        """The exploration rate at env step ``step`` (:func:`~.schedules.epsilon`; NumPy's ``xp`` or ``jax.numpy``)."""
         hyper = self.hyperparameters
-        duration = max(1.0, hyper.exploration_fraction * self.run.total_steps)
-        fraction = xp.minimum(1.0, step / duration)
-        return hyper.start_epsilon + fraction * (hyper.end_epsilon - hyper.start_epsilon)
-
+        return schedules.epsilon(
+            step, hyper.start_epsilon, hyper.end_epsilon, hyper.exploration_fraction, self.run.total_steps, xp
+        )
 
     @property
     def restarts(self) -> bool:
@@ -469,11 +470,10 @@ class DQNConfig(Config):
         return self.hyperparameters.restart_prob > 0
 
     def restart_probability(self, step: Any, xp: Any = np) -> Any:
-        """The probability that an episode starting after env step ``step`` starts anywhere: ``restart_prob``
-        decayed linearly to 0 over ``restart_fraction`` of ``total_steps`` (NumPy's ``xp`` or ``jax.numpy``)."""
+        """The probability that an episode starting after env step ``step`` starts anywhere
+        (:func:`~.schedules.restart_probability`; NumPy's ``xp`` or ``jax.numpy``)."""
         hyper = self.hyperparameters
-        duration = max(1.0, hyper.restart_fraction * self.run.total_steps)
-        return hyper.restart_prob * xp.maximum(0.0, 1.0 - step / duration)
+        return schedules.restart_probability(step, hyper.restart_prob, hyper.restart_fraction, self.run.total_steps, xp)
 
 
 def level_of(params: DoorsParams) -> Level | None:

@@ -2,10 +2,10 @@
 
 The arms ``flax-numpy`` and ``flax-jax``: ``doors-gym train --arm flax-jax``. In ``dqn_torch.py``'s order,
 section by section, so the two diff cleanly: the network (:class:`QNetwork`), the optimizer, the TD loss
-and the pure learning step (:func:`learn`), the :class:`FlaxLearner` whose ``update`` jits that step,
+and the pure learning step (:func:`make_learning_step`), the :class:`FlaxLearner` whose ``update`` jits that step,
 then ``train``, which hands the learner to the host loop shared by every host-loop arm
 (:func:`doors_gym_baselines.harness.loop.train`). Its network, loss, learning step and model files are
-also the fully jitted arm's (``dqn_flax_scan.py``).
+also the fully jitted arm's (``dqn_flax_scan.py``) and its lanes' (:class:`Knobs` of one value per lane).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import optax
 
 from doors_gym.core import NUM_ACTIONS, DoorsParams
 
-from . import harness
+from . import harness, schedules
 from .api import Arm, StudyFigures, arm_for_env
 from .cells import CELLS_DTYPE, RelativeRows, door_offsets, encode, input_width, num_inputs, relative_rows
 from .config import LAYER_NORM_EPSILON, DQNConfig, first_line
@@ -124,26 +124,68 @@ class LearnerState(NamedTuple):
     updates: Any = 0
 
 
+class Knobs(NamedTuple):
+    """The hyperparameters a JAX program reads as values (every other one shapes the program: widths, batch, buffer,
+    env count, train frequency, optimizer, loss). In a run of its own they are Python numbers (:meth:`of`), which XLA
+    folds into the program; in a program of lanes (:mod:`.scan_lanes`) each is an array with one value per lane.
+    ``decay_updates`` is the updates over which the learning rate decays (``DQNConfig.lr_decay_updates``)."""
+
+    gamma: Any
+    learning_rate: Any
+    lr_end_fraction: Any
+    max_grad_norm: Any
+    tau: Any
+    target_update: Any
+    learning_starts: Any
+    exploration_fraction: Any
+    double_dqn: Any
+    advantage_learning: Any
+    restart_prob: Any
+    restart_fraction: Any
+    decay_updates: Any
+
+    @classmethod
+    def of(cls, config: DQNConfig) -> Knobs:
+        """The knobs of ``config`` as Python numbers."""
+        hyper = config.hyperparameters
+        values = {name: getattr(hyper, name) for name in cls._fields if name != "decay_updates"}
+        return cls(**values, decay_updates=config.lr_decay_updates)
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a run's own Python number (a knob's value the trace can branch on), not lanes' array."""
+    return isinstance(value, (bool, int, float))
+
+
+def select(flag: Any, on: Callable[[], jax.Array], off: Callable[[], jax.Array]) -> jax.Array:
+    """``on()`` where ``flag`` holds, else ``off()``: a run's own bool traces only the branch it takes, lanes' array
+    computes both and picks per lane."""
+    if is_number(flag):
+        return on() if flag else off()
+    return jnp.where(flag, on(), off())
+
+
 def make_optimizer(config: DQNConfig) -> optax.GradientTransformation:
-    """Adam or SGD at the config's learning rate, decayed linearly and after gradient clipping if asked.
-
-    The decay reaches ``lr_end_fraction`` of the rate after ``config.lr_decay_updates`` updates (the run's last
-    one by default) and stays there, as the torch arms' scheduler does; clipping bounds the gradients' global norm.
-    """
-    hyper = config.hyperparameters
-    rate: Any = hyper.learning_rate
-    if hyper.lr_end_fraction < 1.0:
-        end = hyper.learning_rate * hyper.lr_end_fraction
-        rate = optax.linear_schedule(hyper.learning_rate, end, config.lr_decay_updates)
-    optimizer = (optax.adam if hyper.optimizer == "adam" else optax.sgd)(rate)
-    if hyper.max_grad_norm > 0:
-        return optax.chain(optax.clip_by_global_norm(hyper.max_grad_norm), optimizer)
-    return optimizer
+    """The optimizer's stateful part: Adam's moments, or nothing for SGD (:func:`make_learning_step` clips before it
+    and scales by the scheduled learning rate after it, as ``optax.chain(clip_by_global_norm, adam(schedule))``)."""
+    return optax.scale_by_adam() if config.hyperparameters.optimizer == "adam" else optax.identity()
 
 
-def updated_target(params: Any, target_params: Any, tau: float) -> Any:
+def clipped(grads: Any, max_norm: Any) -> Any:
+    """``grads`` scaled to a global norm of at most ``max_norm`` (``optax.clip_by_global_norm``'s formula); unchanged
+    where ``max_norm`` is 0."""
+    if is_number(max_norm) and max_norm <= 0:
+        return grads
+    norm = optax.tree.norm(grads)
+    keep = (norm < max_norm) | (max_norm <= 0)
+    return jax.tree.map(lambda grad: jnp.where(keep, grad, (grad / norm.astype(grad.dtype)) * max_norm), grads)
+
+
+def updated_target(params: Any, target_params: Any, tau: Any) -> Any:
     """The target parameters after a target update: the online ones, or ``tau`` of the way towards them."""
-    return params if tau >= 1.0 else optax.incremental_update(params, target_params, tau)
+    if is_number(tau) and tau >= 1.0:
+        return params
+    return optax.incremental_update(params, target_params, tau)
 
 
 def action_shortfall(q: jax.Array, actions: jax.Array) -> jax.Array:
@@ -152,47 +194,56 @@ def action_shortfall(q: jax.Array, actions: jax.Array) -> jax.Array:
     return q.max(axis=1) - jnp.take_along_axis(q, actions[:, None], axis=1).squeeze(1)
 
 
-def make_loss(network: QNetwork, config: DQNConfig):
-    """The TD loss ``loss(params, target_params, batch)``, shared with the fully jitted arm."""
-    hyper = config.hyperparameters
+def make_loss(network: QNetwork, config: DQNConfig) -> Callable:
+    """The TD loss ``loss(params, target_params, batch, knobs)`` of every JAX arm: Double DQN, multi-step returns
+    and advantage learning as ``knobs`` say (:class:`Knobs`); advantage learning is traced where ``config``'s share
+    is above 0 (a program of lanes: any lane's)."""
+    huber = config.hyperparameters.loss == "huber"
+    advantage_learning = config.hyperparameters.advantage_learning > 0
 
-    def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...]) -> jax.Array:
+    def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...], knobs: Knobs) -> jax.Array:
         obs, actions, rewards, next_obs, terminated, *multi_step = batch
         next_q = network.apply(target_params, next_obs)
-        if hyper.double_dqn:  # the online network picks the next action, the target network values it
+
+        def double_values() -> jax.Array:  # the online network picks the next action, the target network values it
             next_actions = network.apply(params, next_obs).argmax(axis=1)
-            next_values = jnp.take_along_axis(next_q, next_actions[:, None], axis=1).squeeze(1)
-        else:
-            next_values = next_q.max(axis=1)
+            return jnp.take_along_axis(next_q, next_actions[:, None], axis=1).squeeze(1)
+
+        next_values = select(knobs.double_dqn, double_values, lambda: next_q.max(axis=1))
         # Bootstrap through truncation: only termination cuts the return. A multi-step batch brings each
         # return's discount (gamma ** steps taken) after its summed rewards.
-        discounts = multi_step[0] if multi_step else hyper.gamma
+        discounts = multi_step[0] if multi_step else knobs.gamma
         targets = rewards + discounts * next_values * (1.0 - terminated)
-        if hyper.advantage_learning > 0:
-            targets = targets - hyper.advantage_learning * action_shortfall(network.apply(target_params, obs), actions)
+        if advantage_learning:
+            targets = targets - knobs.advantage_learning * action_shortfall(network.apply(target_params, obs), actions)
         targets = jax.lax.stop_gradient(targets)
         values = jnp.take_along_axis(network.apply(params, obs), actions[:, None], axis=1).squeeze(1)
-        if hyper.loss == "huber":
+        if huber:
             return optax.huber_loss(values, targets, delta=1.0).mean()
         return jnp.mean((values - targets) ** 2)
 
     return loss_function
 
 
-def learn(
-    loss_function: Callable, optimizer: optax.GradientTransformation, config: DQNConfig
-) -> Callable[[LearnerState, tuple], tuple[LearnerState, jax.Array]]:
-    """The pure learning step ``(state, batch) -> (state, loss)``: the gradient step, then the target's update
-    every ``target_update`` updates. The host loop jits it; the fully jitted arm calls it inside its scan."""
-    hyper = config.hyperparameters
+def make_learning_step(
+    network: QNetwork, config: DQNConfig
+) -> Callable[[LearnerState, tuple, Knobs], tuple[LearnerState, jax.Array]]:
+    """The pure learning step of every JAX arm, ``(state, batch, knobs) -> (state, loss)``: the TD loss's gradient
+    clipped, through the optimizer (:func:`make_optimizer`), scaled by the scheduled learning rate
+    (:func:`~.schedules.learning_rate`), then the target's update every ``target_update`` updates. The host loop jits
+    it with :meth:`Knobs.of`; the fully jitted arm calls it inside its scan, its lanes with their own knobs."""
+    loss_function, optimizer = make_loss(network, config), make_optimizer(config)
 
-    def step(state: LearnerState, batch: tuple) -> tuple[LearnerState, jax.Array]:
-        loss, grads = jax.value_and_grad(loss_function)(state.params, state.target_params, batch)
-        changes, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        params = optax.apply_updates(state.params, changes)
+    def step(state: LearnerState, batch: tuple, knobs: Knobs) -> tuple[LearnerState, jax.Array]:
+        loss, grads = jax.value_and_grad(loss_function)(state.params, state.target_params, batch, knobs)
+        changes, opt_state = optimizer.update(clipped(grads, knobs.max_grad_norm), state.opt_state, state.params)
+        rate = schedules.learning_rate(
+            state.updates, knobs.learning_rate, knobs.lr_end_fraction, knobs.decay_updates, jnp
+        )
+        params = optax.apply_updates(state.params, jax.tree.map(lambda change: -rate * change, changes))
         updates = state.updates + 1
-        target = updated_target(params, state.target_params, hyper.tau)
-        target_params = optax.periodic_update(target, state.target_params, updates, hyper.target_update)
+        target = updated_target(params, state.target_params, knobs.tau)
+        target_params = optax.periodic_update(target, state.target_params, updates, knobs.target_update)
         return LearnerState(params, target_params, opt_state, updates), loss
 
     return step
@@ -268,7 +319,8 @@ class FlaxLearner(FlaxPolicy):
         optimizer = make_optimizer(config)
         target = jax.tree.map(jnp.copy, params)  # its own buffers: the step donates both
         self.state = LearnerState(params, target, optimizer.init(params), jnp.int32(0))
-        self._update = jax.jit(learn(make_loss(network, config), optimizer, config), donate_argnums=0)
+        step, knobs = make_learning_step(network, config), Knobs.of(config)
+        self._update = jax.jit(lambda state, batch: step(state, batch, knobs), donate_argnums=0)
         super().__init__(network, params, config.params)
         self.facts = {"jax_version": jax.__version__, "jax_devices": str(jax.devices())}
         self.facts["jax_cache"] = jax.config.jax_compilation_cache_dir  # the run's (see train)

@@ -24,24 +24,23 @@ from doors_gym.jax import functional as F
 
 from .api import Arm
 from .config import DQNConfig
+from . import schedules
 from .dqn_flax import (
+    Knobs,
     LearnerState,
     QNetwork,
     epsilon_greedy,
     init_params,
-    learn,
-    make_loss,
+    make_learning_step,
     make_network,
     make_optimizer,
 )
 from .dqn_flax import load_model as load_model
 from .harness import Reporter
 from .harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample, sample_multi_step
-from .harness.replay import min_episode_steps
+from .harness.replay import learned_reward, min_episode_steps
 from .metrics import TrainResult
 from .runtime import jax_compilation_cache
-from .scan_lanes import LaneHyper, lane_epsilon, lane_optimizer, lane_restart
-from .scan_lanes import lane_learning_step as lane_step
 from .scan_driver import ScanModel, save_model, train_seeds
 
 CHUNKS = 20
@@ -74,8 +73,8 @@ class Runner(NamedTuple):
     key: jax.Array
     frozen: jax.Array
     """bool scalar: the seed has stopped (solved through its window); its learner, envs and episodes are kept."""
-    lane: LaneHyper | None = None
-    """A lane's own hyperparameters (:mod:`.scan_lanes`), None outside a program of lanes."""
+    lane: Knobs | None = None
+    """A lane's own knobs (:mod:`.scan_lanes`), None outside a program of lanes (the config's are in the program)."""
 
 
 class ScanTrain(NamedTuple):
@@ -98,29 +97,33 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
     per-lane hyperparameters, and ``config`` (:func:`~.scan_lanes.program_config`) gives the program's.
     """
     params, hyper = config.params, config.hyperparameters
-    num_envs, width, window = hyper.num_envs, params.width, config.run.rolling_episodes
+    num_envs, width, window, total = hyper.num_envs, params.width, config.run.rolling_episodes, config.run.total_steps
     network = make_network(config)
-    optimizer = lane_optimizer(config) if lanes else make_optimizer(config)
-    learning_step = lane_step(network, config) if lanes else plain_step(network, optimizer, config)
+    optimizer = make_optimizer(config)
     init = make_init(config, network, optimizer)
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
     restarts = config.restarts  # for lanes, any lane's (program_config keeps the largest restart_prob)
     # Only seeds trained together can stop apart; a lone seed's program is left exactly as it was.
     keep = keep_frozen if config.run.num_seeds > 1 or lanes else lambda frozen, old, new: new
+    own_knobs = Knobs.of(config)
+    knobs_of = (lambda runner: runner.lane) if lanes else (lambda runner: own_knobs)  # noqa: E731
 
-    _learn = make_learn(config, learning_step, keep, lanes)
+    _learn = make_learn(config, make_learning_step(network, config), keep, knobs_of)
 
     def _update_step(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, sample_key = jax.random.split(runner.key, 5)
         global_step = (iteration_index + 1) * num_envs
-        epsilon = lane_epsilon(config, runner.lane, global_step) if lanes else config.epsilon(global_step, jnp)
+        knobs = knobs_of(runner)
+        epsilon = schedules.epsilon(
+            global_step, hyper.start_epsilon, hyper.end_epsilon, knobs.exploration_fraction, total, jnp
+        )
         greedy = network.apply(runner.learner.params, cells_of_states(runner.env_state, width)).argmax(axis=1)
         actions = epsilon_greedy(greedy, epsilon, explore_key, random_key)
         restarted = None
         if restarts:  # F.batch_step's draw from its own piece of the key, then the restarts from theirs
             fresh_key, restart_key, row_key = jax.random.split(step_key, 3)
-            probability = lane_restart(config, runner.lane, global_step) if lanes else config.restart_probability(
-                global_step, jnp
+            probability = schedules.restart_probability(
+                global_step, knobs.restart_prob, knobs.restart_fraction, total, jnp
             )
             restarted = jax.random.uniform(restart_key, (num_envs,)) < probability
             fresh = F.start_anywhere(row_key, F.draw_initial(fresh_key, (num_envs,), params), restarted, params)
@@ -132,7 +135,7 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
         # slice per field, in place, where a per-seed cursor made it a scatter over seeds.
         start = (iteration_index * num_envs) % hyper.buffer_size
         ended = truncated if hyper.n_step > 1 else None  # a multi-step return stops at any episode end
-        learned = reward - hyper.step_cost if hyper.step_cost else reward  # the env's reward is tracked
+        learned = learned_reward(reward, hyper.step_cost)  # the env's reward is tracked
         buffer = add(runner.buffer, runner.env_state, actions, learned, info["final_state"], terminated, start, ended)
         new_distance = jax.vmap(distance)(env_state)
         episodes = track(runner.episodes, reward, terminated, truncated, new_distance, window, restarted)
@@ -152,21 +155,21 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
     return ScanTrain(train, init, run_chunk, network, iterations_per_chunk)
 
 
-def make_learn(config: DQNConfig, learning_step: Callable, keep: Callable, lanes: bool) -> Callable:
-    """``learn(runner, key, global_step) -> (runner, loss)``: a training step's ``gradient_steps`` updates, each
-    on a batch of its own key (the loss, their mean); a frozen seed, or a lane before its own learning start,
-    keeps its learner."""
+def make_learn(config: DQNConfig, learning_step: Callable, keep: Callable, knobs_of: Callable) -> Callable:
+    """``learn(runner, key, global_step) -> (runner, loss)``: a training step's ``gradient_steps`` updates of
+    ``learning_step`` with the runner's knobs (``knobs_of(runner)``), each on a batch of its own key (the loss, their
+    mean); a frozen seed, or a lane before its own learning start, keeps its learner."""
     hyper, width = config.hyperparameters, config.params.width
 
     def _one_update(runner: Runner, key: jax.Array, global_step: jax.Array) -> tuple[Runner, jax.Array]:
+        knobs = knobs_of(runner)
         if hyper.n_step > 1:  # the next slot to write is the cursor: this iteration's transitions came before it
-            gamma = runner.lane.gamma if lanes else hyper.gamma
             cursor = global_step % hyper.buffer_size
-            batch = sample_multi_step(runner.buffer, key, hyper.batch_size, width, hyper.n_step, gamma, cursor)
+            batch = sample_multi_step(runner.buffer, key, hyper.batch_size, width, hyper.n_step, knobs.gamma, cursor)
         else:
             batch = sample(runner.buffer, key, hyper.batch_size, width)
-        learner, loss = learning_step(runner.learner, batch, runner.lane)
-        waiting = runner.frozen | (lanes and global_step <= runner.lane.learning_starts)
+        learner, loss = learning_step(runner.learner, batch, knobs)
+        waiting = runner.frozen | (global_step <= knobs.learning_starts)
         return runner._replace(learner=keep(waiting, runner.learner, learner)), loss
 
     def _learn(runner: Runner, key: jax.Array, global_step: jax.Array) -> tuple[Runner, jax.Array]:
@@ -179,12 +182,6 @@ def make_learn(config: DQNConfig, learning_step: Callable, keep: Callable, lanes
         return runner, losses.mean()
 
     return _learn
-
-
-def plain_step(network: QNetwork, optimizer: optax.GradientTransformation, config: DQNConfig) -> Callable:
-    """``dqn_flax.learn``'s step with the config's hyperparameters, as ``step(learner, batch, lane)`` (no lane)."""
-    step = learn(make_loss(network, config), optimizer, config)
-    return lambda learner, batch, lane: step(learner, batch)
 
 
 def make_init(

@@ -18,7 +18,7 @@ from torch import nn
 
 from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, WALL, DoorsParams
 
-from . import harness
+from . import harness, schedules
 from .api import Arm, StudyFigures, arm_for_env
 from .cells import HIDDEN, RelativeRows, door_offsets, encode, num_inputs, relative_rows
 from .config import LAYER_NORM_EPSILON, DQNConfig, first_line
@@ -200,19 +200,15 @@ def make_optimizer(config: DQNConfig, parameters: Any, device: torch.device) -> 
 
 
 def make_scheduler(config: DQNConfig, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
-    """The linear learning-rate decay to ``lr_end_fraction`` (None when constant), reached after
-    ``config.lr_decay_updates`` updates (the run's last one by default).
-
-    Stepped after every update: update ``k`` (from 0) runs at
-    ``learning_rate * (1 - (1 - lr_end_fraction) * min(1, k / lr_decay_updates))``, as optax's
-    ``linear_schedule`` gives the Flax arms.
+    """The learning rate's linear decay to ``lr_end_fraction`` (None when constant) over ``config.lr_decay_updates``
+    updates (the run's last one by default): stepped after every update, update ``k`` (from 0) runs at
+    :func:`~doors_gym_baselines.schedules.learning_rate` of ``k``, the JAX arms' rate.
     """
     hyper = config.hyperparameters
     if hyper.lr_end_fraction >= 1.0:
         return None
-    span = config.lr_decay_updates
-    drop = 1.0 - hyper.lr_end_fraction
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 - drop * min(1.0, k / span))
+    span, end = config.lr_decay_updates, hyper.lr_end_fraction
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: schedules.learning_rate(k, 1.0, end, span))
 
 
 class TorchLearner:
@@ -279,7 +275,7 @@ class TorchLearner:
         """``(batch,)`` greedy actions of ``(batch, 2)`` cells."""
         return self.network(cells).argmax(dim=1)
 
-    def gradient_step(
+    def td_targets(
         self,
         cells: torch.Tensor,
         actions: torch.Tensor,
@@ -288,24 +284,29 @@ class TorchLearner:
         terminated: torch.Tensor,
         discounts: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """The TD loss of a batch, its gradient and the optimizer's step (gradients zeroed before); returns the loss.
+        """The TD targets of a batch, as :func:`doors_gym_baselines.dqn_flax.make_loss` computes them for the JAX
+        arms: Double DQN where ``double_dqn``, bootstrapped through truncation (only termination cuts the return),
+        a multi-step batch's ``discounts`` (``gamma ** steps taken``) after its summed rewards (a one-step batch
+        discounts by ``gamma``), less advantage learning's share of the taken action's shortfall from the best."""
+        next_q = self.target_network(next_cells)
+        if self.double_dqn:  # the online network picks the next action, the target network values it
+            next_actions = self.network(next_cells).argmax(dim=1, keepdim=True)
+            next_values = next_q.gather(1, next_actions).squeeze(1)
+        else:
+            next_values = next_q.max(dim=1).values
+        discount = self.gamma if discounts is None else discounts
+        targets = rewards + discount * next_values * (1.0 - terminated)
+        if self.advantage_learning > 0:  # the taken action's shortfall from the best, under the target
+            q = self.target_network(cells)
+            shortfall = q.max(dim=1).values - q.gather(1, actions[:, None]).squeeze(1)
+            targets = targets - self.advantage_learning * shortfall
+        return targets
 
-        A multi-step batch (``n_step > 1``) brings each return's ``discounts`` (``gamma ** steps taken``) after
-        its summed rewards; a one-step batch discounts by ``gamma``.
-        """
+    def gradient_step(self, cells: torch.Tensor, actions: torch.Tensor, *batch: torch.Tensor) -> torch.Tensor:
+        """The TD loss of a batch (``(cells, actions, rewards, next_cells, terminated[, discounts])``, see
+        :meth:`td_targets`), its gradient and the optimizer's step (gradients zeroed before); returns the loss."""
         with torch.no_grad():
-            next_q = self.target_network(next_cells)
-            if self.double_dqn:
-                next_actions = self.network(next_cells).argmax(dim=1, keepdim=True)
-                next_values = next_q.gather(1, next_actions).squeeze(1)
-            else:
-                next_values = next_q.max(dim=1).values
-            discount = self.gamma if discounts is None else discounts
-            targets = rewards + discount * next_values * (1.0 - terminated)
-            if self.advantage_learning > 0:  # the taken action's shortfall from the best, under the target
-                q = self.target_network(cells)
-                shortfall = q.max(dim=1).values - q.gather(1, actions[:, None]).squeeze(1)
-                targets = targets - self.advantage_learning * shortfall
+            targets = self.td_targets(cells, actions, *batch)
         values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
         loss = self.loss_function(values, targets)
         loss.backward()

@@ -89,7 +89,7 @@ def seed_layout(requested: int | None, seeds: list[int]) -> SeedLayout:
 def compile_run(parts: Any, layout: SeedLayout, lanes: Any = None) -> tuple[Any, Callable]:
     """``(runner, chunk)``: the initial runner, and the chunk traced and compiled once for every device.
 
-    ``lanes`` (a :class:`~.scan_lanes.LaneHyper` of arrays over the seeds) becomes the runner's ``lane``.
+    ``lanes`` (:class:`~.dqn_flax.Knobs` of arrays over the seeds) becomes the runner's ``lane``.
 
     Each is ``shard_map`` of the ``vmap`` over one device's seeds: every device runs the program a single
     device would run for its seeds, all at once, and XLA compiles it once (not once per device).

@@ -18,7 +18,7 @@ import numpy as np
 from doors_gym.jax import functional as F
 
 from .config import DQNConfig
-from .dqn_flax import epsilon_greedy, learn, make_loss, make_network, make_optimizer
+from .dqn_flax import Knobs, epsilon_greedy, make_learning_step, make_network
 from .harness import device_replay
 
 
@@ -41,7 +41,7 @@ def phase_functions(config: DQNConfig) -> Phases:
     """The phases of ``config``'s scan iteration, from the same pieces as ``dqn_flax_scan.make_train``."""
     params, hyper = config.params, config.hyperparameters
     network, width = make_network(config), params.width
-    learning_step = learn(make_loss(network, config), make_optimizer(config), config)
+    learning_step, knobs = make_learning_step(network, config), Knobs.of(config)
 
     def select_actions(runner: Any, epsilon: jax.Array, explore_key: jax.Array, random_key: jax.Array) -> jax.Array:
         greedy = network.apply(runner.learner.params, device_replay.cells_of_states(runner.env_state, width))
@@ -60,7 +60,7 @@ def phase_functions(config: DQNConfig) -> Phases:
         return device_replay.add(buffer, state, actions, reward, next_state, terminated, start)
 
     def learn_batch(runner: Any, batch: tuple) -> tuple[Any, jax.Array]:
-        learner, loss = learning_step(runner.learner, batch)
+        learner, loss = learning_step(runner.learner, batch, knobs)
         return runner._replace(learner=learner), loss
 
     return Phases(

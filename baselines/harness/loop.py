@@ -27,7 +27,7 @@ from ..evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_ro
 from ..metrics import HistoryRow, TrainResult, solved_reward
 from .learner import Learner
 from .progress import Progress
-from .replay import ReplayBuffer, min_episode_steps
+from .replay import ReplayBuffer, learned_reward, min_episode_steps
 from .result import finish
 from .schedule import EvaluationSchedule, Reporter, prune
 
@@ -125,7 +125,7 @@ class Rollout:
         valid = ~self.previous_done
         envs = np.flatnonzero(valid)
         done = terminated | truncated
-        learned = rewards[valid] - self.step_cost if self.step_cost else rewards[valid]  # the env's reward is tracked
+        learned = learned_reward(rewards[valid], self.step_cost)  # the env's reward is tracked
         self.buffer.add(
             self.cells[valid], actions[valid], learned, next_cells[valid], terminated[valid], envs, done[valid]
         )

@@ -11,6 +11,8 @@ from its current row's (two episodes in a row with the same doors share one).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from doors_gym.core import DoorsParams
@@ -21,6 +23,12 @@ LAYOUT_DTYPE = np.int32
 """A stored transition's row in the layout table."""
 NO_LAYOUT = -1
 """The door column of a row no layout was written to yet (a door column is ``>= 0``)."""
+
+
+def learned_reward(reward: Any, step_cost: float) -> Any:
+    """The reward a learner stores for ``reward`` (NumPy or JAX arrays): less the training-only ``step_cost`` (the
+    hyperparameter; 0: the env's own). Every loop tracks the env's reward; only the TD target sees this one."""
+    return reward - step_cost if step_cost else reward
 
 
 def min_episode_steps(params: DoorsParams) -> int:
