@@ -29,16 +29,9 @@ from .arms import ARMS, get_arm
 from .compare import CompareOptions
 from .executors import ExecutorOptions, RunsFailed, open_executor
 from .enjoy import LARGEST_CELL_PIXELS
-from .config import (
-    HYPERPARAMETER_NAMES,
-    LAYOUT_NAMES,
-    Config,
-    Hyperparameters,
-    RunSettings,
-    at_level,
-    field_names,
-)
-from .presets import RUN_FIELDS, PresetOptions, level_preset, preset_at
+from .config import HYPERPARAMETER_NAMES, LAYOUT_NAMES, Config, Hyperparameters, RunSettings, field_names
+from .levels import TrainingLevel
+from .presets import RUN_FIELDS, PresetOptions
 from .tracking import TrackOptions, track_training
 from .tuning import TRIAL_RUN_FIELDS_OFF_THE_CLI, TUNING_RUN, TuneOptions
 
@@ -184,30 +177,20 @@ def add_commands(commands: Any, layout: argparse.ArgumentParser) -> None:
         add_arguments(parser)
 
 
-def layout_settings(args: argparse.Namespace, level: str = STUDY) -> dict[str, Any]:
-    """The layout run settings of parsed layout flags at ``level`` (``args.level`` where the command has
-    ``--level``): the flags' layout at the study's level, the level's own at another
-    (:func:`~doors_gym_baselines.config.at_level`, the one mapping of a level to its layout and time limit).
+def level_from_arguments(args: argparse.Namespace, unset: str | None = None) -> TrainingLevel:
+    """The level a command trains at, from its parsed flags: the one place the command line resolves ``--level``.
+
+    ``args.level`` names it, with no layout flag beside it, unless it is ``unset``, the command's default
+    (``None`` for the level flags of ``train`` and ``tune``, where even the study's level typed is checked;
+    compare's own ``--level`` defaults to the study's) or absent (a parser with the layout flags alone): then it
+    is the study's level at the layout flags' layout.
 
     Raises:
         ValueError: naming a layout flag or the time limit given beside a level.
     """
-    # A level typed with the level flags (train, tune), even the study's, is checked against the layout flags;
-    # compare's own --level, whose default is the study's, only when it names another level.
-    typed = getattr(args, "level", None) if hasattr(args, "n_walls") else None
-    level = typed or getattr(args, "level", None) or level
-    flags_only = {"n_walls": None, "doors": None, **vars(args), "level": None}
-    keywords = doors_cli.layout_keywords(argparse.Namespace(**flags_only))
-    if level != STUDY or typed is not None:
-        doors_cli.layout_keywords(argparse.Namespace(**{**flags_only, "level": level}))  # no layout flag beside it
-        if args.max_episode_steps is not None:
-            raise ValueError(
-                f"level={level!r} sets the time limit: max_episode_steps={args.max_episode_steps!r} cannot be given "
-                "beside it (give a level, or the layout flags)"
-            )
-    settings = {name: tuple(value) if isinstance(value, list) else value for name, value in keywords.items()}
-    run = at_level(RunSettings(**settings), level)
-    return {name: getattr(run, name) for name in LAYOUT_NAMES}
+    given = getattr(args, "level", unset)
+    name = None if given == unset else given
+    return TrainingLevel.from_flags(name, {flag: getattr(args, flag, None) for flag in LAYOUT_NAMES})
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, arms: tuple[str, ...]) -> None:
@@ -228,17 +211,17 @@ def add_train_arguments(parser: argparse.ArgumentParser, arms: tuple[str, ...]) 
 
 
 def config_from_arguments(args: argparse.Namespace) -> Config:
-    """The validated config of parsed ``train`` flags, for ``args.arm``: its preset, then the flags typed.
+    """The validated config of parsed ``train`` flags, for ``args.arm``: its preset at the flags' level
+    (:func:`level_from_arguments`), then the flags typed.
 
     Raises:
         ValueError: naming a hyperparameter flag that is not one of the arm's hyperparameters.
     """
     arm = get_arm(args.arm)
     spec = PresetOptions(**flags.values_from(PresetOptions, args)).preset
-    preset = preset_at(spec, arm.name, getattr(args, "level", None) or STUDY)
-    run = RunSettings(
-        **flags.values_from(RunSettings, args, exclude=(*RUN_FIELDS, *LAYOUT_NAMES)), **layout_settings(args)
-    )
+    level = level_from_arguments(args)
+    preset = level.preset(spec, arm.name)
+    run = RunSettings(**flags.values_from(RunSettings, args, exclude=(*RUN_FIELDS, *LAYOUT_NAMES)), **level.settings)
     hyperparameters = flags.values_from(Hyperparameters, args)
     own = field_names(arm.hyperparameters)
     for name, value in hyperparameters.items():
@@ -320,13 +303,13 @@ def run_tune(args: argparse.Namespace) -> int:
     """``doors-gym tune``: one worker of an Optuna study."""
     from .tuning import describe, tune
 
-    level = args.level or STUDY
-    options = TuneOptions(arm=args.arm, level=level, **flags.values_from(TuneOptions, args))
+    level = level_from_arguments(args)
+    options = TuneOptions(arm=args.arm, level=level.name, **flags.values_from(TuneOptions, args))
     budget = {name: getattr(TUNING_RUN, name) for name in TUNING_BUDGET}
-    if level != STUDY:
-        budget.update({name: value for name, value in level_preset(level).run.items() if name in TUNING_BUDGET})
+    if level.name != STUDY:
+        budget.update({name: value for name, value in level.shared_preset.run.items() if name in TUNING_BUDGET})
     typed = flags.values_from(RunSettings, args, exclude=(*TRIAL_RUN_FIELDS_OFF_THE_CLI, *LAYOUT_NAMES))
-    run = dataclasses.replace(TUNING_RUN, **{**budget, **typed}, **layout_settings(args))
+    run = dataclasses.replace(TUNING_RUN, **{**budget, **typed}, **level.settings)
     study = tune(options, run)
     print(describe(study, options))
     return 0
@@ -341,9 +324,9 @@ def run_compare(args: argparse.Namespace) -> int:
     # The budget flags are the comparison's overrides of its preset; the run settings are the layout and machinery.
     budget = [spec.name for spec in dataclasses.fields(CompareOptions)]
     machinery = flags.values_from(RunSettings, args, exclude=(*budget, *LAYOUT_NAMES))
-    run = RunSettings(**machinery, **layout_settings(args, options.level))
+    level = level_from_arguments(args, unset=STUDY)
     with open_executor(ExecutorOptions(**flags.values_from(ExecutorOptions, args))) as executor:
-        outcome = compare(options, run, executor)
+        outcome = compare(options, level.at(RunSettings(**machinery)), executor, level)
     print(describe_outcome(outcome, options))
     return 0
 

@@ -42,7 +42,8 @@ from . import reporting, tracking
 from .reporting import best_seed
 from .arm import ArmProtocol
 from .arms import ARMS, get_arm
-from .config import Config, DQNConfig, RunSettings, at_level, check_at_least, check_choice, field
+from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, field
+from .levels import TrainingLevel
 from .metrics import TrainResult
 from .presets import (
     RUN_FIELDS,
@@ -50,7 +51,6 @@ from .presets import (
     Preset,
     check_preset,
     hyperparameters_of,
-    preset_at,
     preset_field,
     tuned_path,
 )
@@ -115,16 +115,23 @@ class CompareOptions:
             if getattr(self, name) is not None:
                 check_at_least(name, getattr(self, name), 1)
 
-    def preset_config(self, arm: str, run: RunSettings | None = None) -> tuple[Config, Preset]:
-        """``arm``'s preset over ``run`` (layout and machinery) at the comparison's level, with the budget
-        overrides, and the preset.
+    def training_level(self, run: RunSettings | None = None) -> TrainingLevel:
+        """The comparison's level (:class:`~doors_gym_baselines.levels.TrainingLevel`): at the study's level,
+        ``run``'s layout (the layout flags'; default: the defaults), at another the level's own."""
+        return TrainingLevel.named(self.level, run)
 
-        At a level other than the study's, the level's layout and time limit replace ``run``'s
-        (:func:`~doors_gym_baselines.config.at_level`), and the preset is read there
-        (:func:`~doors_gym_baselines.presets.preset_at`: ``tuned`` is the arm's tuned preset at the level where
-        one was written, else the level's shared preset)."""
-        preset = preset_at(self.preset, arm, self.level)
-        config = preset.config(self.layout(run), hyperparameters_of(arm))
+    def preset_config(
+        self, arm: str, run: RunSettings | None = None, level: TrainingLevel | None = None
+    ) -> tuple[Config, Preset]:
+        """``arm``'s preset over ``run`` (layout and machinery) at the comparison's level (``level``, default
+        :meth:`training_level`), with the budget overrides, and the preset.
+
+        The level's layout and time limit replace ``run``'s, and the preset is read there
+        (:meth:`TrainingLevel.preset <doors_gym_baselines.levels.TrainingLevel.preset>`: at a level other than the
+        study's, ``tuned`` is the arm's tuned preset there where one was written, else the level's shared preset)."""
+        level = level or self.training_level(run)
+        preset = level.preset(self.preset, arm)
+        config = preset.config(level.at(run or RunSettings()), hyperparameters_of(arm))
         budget = {
             name: getattr(self, name) for name in ("total_steps", "eval_every") if getattr(self, name) is not None
         }
@@ -132,10 +139,6 @@ class CompareOptions:
             budget.get("eval_every", config.run.eval_every), budget.get("total_steps", config.run.total_steps)
         )
         return config.replace(**budget), preset
-
-    def layout(self, run: RunSettings | None = None) -> RunSettings:
-        """``run`` (default: the defaults) at the comparison's level."""
-        return at_level(run or RunSettings(), self.level)
 
     @property
     def run_name(self) -> str:
@@ -188,23 +191,30 @@ class Plan:
     rows: tuple[PlannedRow, ...]
 
 
-def plan(options: CompareOptions, run: RunSettings | None = None) -> Plan:
-    """The runs of a comparison over ``run`` (layout and machinery): per arm its preset's config and a row of a
-    run per seed, and for an arm that trains seeds together (and several seeds) a row of one run of them all.
+def plan(options: CompareOptions, run: RunSettings | None = None, level: TrainingLevel | None = None) -> Plan:
+    """The runs of a comparison over ``run`` (layout and machinery) at ``level`` (default: the options',
+    :meth:`CompareOptions.training_level`): per arm its preset's config and a row of a run per seed, and for an
+    arm that trains seeds together (and several seeds) a row of one run of them all.
 
     An arm trains one seed per run as every arm does; its row of seeds trained together under one ``vmap`` is a
     row of its own, never the arm's row (a run of ten seeds is other work than ten runs).
+
+    Raises:
+        ValueError: where ``level`` is not the level ``options.level`` names.
     """
+    level = level or options.training_level(run)
+    if level.name != options.level:
+        raise ValueError(f"level={level.name!r} is not the comparison's: expected {options.level!r}")
     rows = []
     for arm in map(get_arm, options.arms):
-        config, preset = options.preset_config(arm.name, run)
+        config, preset = options.preset_config(arm.name, run, level)
         config = arm.configure(config)
         each = reporting.ArmRuns(arm, preset.label, config, seeds=())
         rows.append(PlannedRow(each, planned_runs(options, arm, config, [[seed] for seed in options.seed_list])))
         if arm.seeds_in_one_run and options.seeds > 1 and options.together:
             together = dataclasses.replace(each, seeds_in_one_run=options.seeds)
             rows.append(PlannedRow(together, planned_runs(options, arm, config, [options.seed_list])))
-    return Plan(options, DQNConfig(run=options.layout(run)), tuple(rows))
+    return Plan(options, DQNConfig(run=level.at(run or RunSettings())), tuple(rows))
 
 
 def planned_runs(
@@ -424,15 +434,21 @@ def parent_run_params(plan: Plan) -> dict[str, str]:
     return {"arms": ",".join(options.arms), "preset": options.preset, "level": options.level, "seeds": seeds, **shared}
 
 
-def compare(options: CompareOptions, run: RunSettings | None = None, executor: Executor | None = None) -> Outcome:
-    """Runs the comparison over ``run`` (layout and machinery): plans it, makes its runs with ``executor``
-    (default: one after another here) inside its MLflow parent run, writes and logs the report.
+def compare(
+    options: CompareOptions,
+    run: RunSettings | None = None,
+    executor: Executor | None = None,
+    level: TrainingLevel | None = None,
+) -> Outcome:
+    """Runs the comparison over ``run`` (layout and machinery) at ``level`` (default: the options'): plans it,
+    makes its runs with ``executor`` (default: one after another here) inside its MLflow parent run, writes and
+    logs the report.
 
     A comparison made again (the same folder, parent run name and run configs; not ``fresh``) continues its own
     parent run, killed or finished, so every run of it sits under one parent."""
     pathlib.Path(options.out).mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    planned = plan(options, run)
+    planned = plan(options, run, level)
     with tracking.quiet_mlflow():
         import mlflow
 

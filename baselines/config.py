@@ -20,13 +20,13 @@ import numpy as np
 
 from doors_gym import core
 from doors_gym.core import DoorsParams
-from doors_gym.levels import LEVELS, STUDY, Level, get_level
+from doors_gym.levels import LEVELS, Level
 
 from . import schedules
 
 ENV_IDS = ("Doors-v0", "DoorsJax-v0")
 """The arms' backends, by the study level's ids; a run at another level steps that backend's id of its level
-(:func:`doors_gym_baselines.levels.level_env_id`)."""
+(:func:`level_env_id`)."""
 DOOR_MODES = core.DOOR_MODES
 OPTIMIZERS = ("adam", "sgd")
 LOSSES = ("huber", "mse")
@@ -496,28 +496,6 @@ def level_env_id(backend_id: str, params: DoorsParams) -> str:
     if level is None:
         return backend_id
     return level.jax_env_id if backend_id == "DoorsJax-v0" else level.env_id
-
-
-def level_run(level: Level) -> dict[str, Any]:
-    """The run settings (layout and time limit) of ``level``, for :meth:`Config.replace` or ``RunSettings``."""
-    params = level.params()
-    return {
-        "grid_size": level.grid_size,
-        "n_doors": level.n_doors,
-        "door_cols": None,
-        "max_episode_steps": params.max_episode_steps,
-        "n_walls": level.n_walls,
-        "doors": level.doors,
-    }
-
-
-def at_level(run: RunSettings, level: str) -> RunSettings:
-    """``run`` at the registered ``level``: its layout and time limit in place of ``run``'s (the study's level
-    keeps ``run``'s own, which may be any layout of the flags). Every command that trains at a level goes
-    through here; ``ValueError`` naming an unknown level."""
-    if level == STUDY:
-        return run
-    return dataclasses.replace(run, **level_run(get_level(level)))
 
 
 def make_config(hyperparameters: Any, run: RunSettings | None = None) -> Config:

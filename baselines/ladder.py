@@ -22,7 +22,7 @@ import pathlib
 from collections.abc import Sequence
 from typing import Any
 
-from doors_gym.levels import LEVEL_NAMES, get_level
+from doors_gym.levels import LEVEL_NAMES
 
 from . import tracking
 from .arms import ARMS
@@ -31,6 +31,7 @@ from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, load_cached, miss
 from .compare import plan as plan_comparison
 from .config import RunSettings, check_at_least, check_choice, field
 from .executors import Executor
+from .levels import TrainingLevel
 from .presets import SHARED
 
 DEFAULT_EXPERIMENT = "doors-gym-ladder"
@@ -250,26 +251,31 @@ def ladder(options: LadderOptions, run: RunSettings | None = None, executor: Exe
     """Climbs the ladder: one comparison per level (resumed from ``<out>/<level>/runs``; its runs made by
     ``executor``, default one after another here), then the table and the plot across the levels under ``out``."""
     rows: list[LadderRow] = []
+    rungs = [(level_options, level_options.training_level(run)) for level_options in plan(options)]
     if executor is not None and not options.report_only:  # a cluster's workers start on every level's runs at once
-        executor.submit_ahead([job for level in plan(options) for *_, job in missing_jobs(plan_comparison(level, run))])
-    for level_options in plan(options):
-        print(f"== level {level_options.level} ({get_level(level_options.level).env_id} and its JAX twin)", flush=True)
+        executor.submit_ahead(
+            [job for rung in rungs for *_, job in missing_jobs(plan_comparison(rung[0], run, rung[1]))]
+        )
+    for level_options, level in rungs:
+        print(f"== level {level.name} ({level.env_id} and its JAX twin)", flush=True)
         if options.report_only:
-            summaries, oracle = finished(level_options, run)
+            summaries, oracle = finished(level_options, run, level)
         else:
-            outcome = comparison.compare(level_options, run, executor)
+            outcome = comparison.compare(level_options, run, executor, level)
             summaries, oracle = outcome.rows, outcome.oracle
         rows.extend(ladder_rows(level_options.level, summaries, oracle))
     return write_ladder(rows, [level.level for level in plan(options)], pathlib.Path(options.out))
 
 
-def finished(options: CompareOptions, run: RunSettings | None = None) -> tuple[list[Any], dict[str, float]]:
-    """The summary rows of a level's comparison from its finished runs only (made with the same settings), and
-    the oracle's row at the level. A row keeps the seeds that finished (its ``seeds`` says how many); a row
-    with none is left out; both are named."""
+def finished(
+    options: CompareOptions, run: RunSettings | None = None, level: TrainingLevel | None = None
+) -> tuple[list[Any], dict[str, float]]:
+    """The summary rows of a level's comparison (at ``level``, default the options') from its finished runs only
+    (made with the same settings), and the oracle's row at the level. A row keeps the seeds that finished (its
+    ``seeds`` says how many); a row with none is left out; both are named."""
     from . import reporting
 
-    planned = plan_comparison(options, run)
+    planned = plan_comparison(options, run, level)
     results = []
     for row in planned.rows:
         made = [each for each in map(load_cached, row.runs) if each is not None]

@@ -22,7 +22,8 @@ import jax.numpy as jnp
 from doors_gym.levels import LEVEL_NAMES, get_level
 from doors_gym_baselines import dqn_flax
 from doors_gym_baselines.arms import get_arm
-from doors_gym_baselines.config import RunSettings, level_run
+from doors_gym_baselines.config import RunSettings
+from doors_gym_baselines.levels import TrainingLevel
 from doors_gym_baselines.presets import load_preset
 
 
@@ -66,7 +67,7 @@ def main() -> None:
     level = get_level(args.level)
     dqn_flax.QNetwork = factored_network(level.grid_size[1])  # make_network looks the class up when called
     preset = load_preset(args.preset, "flax-scan")
-    layout = RunSettings(**level_run(level), seed=args.seed, quiet=True)
+    layout = RunSettings(**TrainingLevel.named(level.name).settings, seed=args.seed, quiet=True)
     arm = get_arm("flax-scan")
     config = arm.configure(preset.config(layout).replace(total_steps=args.total_steps))
     start = time.perf_counter()

@@ -25,11 +25,11 @@ import pathlib
 
 import yaml
 
-from doors_gym.levels import LEVEL_NAMES, get_level
+from doors_gym.levels import LEVEL_NAMES
 from doors_gym_baselines.arms import ARMS, get_arm
-from doors_gym_baselines.config import level_run
+from doors_gym_baselines.levels import TrainingLevel
 from doors_gym_baselines.metrics import HistoryRow, solved_reward
-from doors_gym_baselines.presets import level_preset, load_preset
+from doors_gym_baselines.presets import load_preset
 
 
 class LivePrinter:
@@ -137,9 +137,10 @@ def main() -> None:
         parsed = yaml.safe_load(value)
         changes[name] = tuple(parsed) if isinstance(parsed, list) else parsed
     arm = get_arm(args.arm)
-    preset = level_preset(args.level) if args.preset is None else load_preset(args.preset, arm.name)
+    level = TrainingLevel.named(args.level)
+    preset = level.shared_preset if args.preset is None else load_preset(args.preset, arm.name)
     config = preset.config(None)
-    layout = level_run(get_level(args.level))
+    layout = level.settings
     config = config.replace(
         total_steps=args.steps, eval_every=args.eval_every, seed=args.seed, num_seeds=args.seeds, quiet=True,
         stop_when_solved=args.stop_when_solved, checkpoint=args.checkpoint, **layout, **changes,

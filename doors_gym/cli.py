@@ -91,14 +91,7 @@ def layout_keywords(args: argparse.Namespace) -> dict[str, Any]:
 def _level_keywords(args: argparse.Namespace, keywords: dict[str, Any]) -> dict[str, Any]:
     """``--level``'s layout, or ``ValueError`` naming a layout flag given beside it."""
     level = get_level(args.level)
-    given = [name for name in ("n_walls", "doors", "n_doors", "door_cols") if keywords[name] is not None]
-    if keywords["grid_size"] != core.DEFAULT_GRID_SIZE:
-        given.insert(0, "grid_size")
-    if given:
-        raise ValueError(
-            f"level={args.level!r} sets the layout: {', '.join(f'{name}={keywords[name]!r}' for name in given)} "
-            "cannot be given beside it (give a level, or the layout flags)"
-        )
+    level.check_alone(keywords)
     return {**keywords, **level.keywords}
 
 

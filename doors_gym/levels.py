@@ -14,9 +14,10 @@ Registration (:mod:`doors_gym`), the command line's ``--level`` and the benchmar
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
-from doors_gym.core import DoorsParams, default_time_limit
+from doors_gym.core import DEFAULT_GRID_SIZE, DoorsParams, default_time_limit
 
 STUDY = "study"
 """The first level, the study's environment: its ids keep their names (``Doors-v0``, ``DoorsJax-v0``)."""
@@ -53,6 +54,22 @@ class Level:
     def params(self, **overrides: Any) -> DoorsParams:
         """The level's :class:`~doors_gym.core.DoorsParams`, with ``overrides`` (e.g. ``obs_mode``) on top."""
         return DoorsParams(**{**self.keywords, "max_episode_steps": self.max_episode_steps, **overrides})
+
+    def check_alone(self, keywords: Mapping[str, Any]) -> None:
+        """``ValueError`` naming every layout keyword of ``keywords`` given beside this level (a ``grid_size``
+        other than the default; ``n_walls``, ``doors``, ``n_doors`` or ``door_cols`` other than None): the level
+        sets the layout."""
+        names = ("n_walls", "doors", "n_doors", "door_cols")
+        given = {name: keywords[name] for name in names if keywords.get(name) is not None}
+        grid_size = tuple(keywords.get("grid_size", DEFAULT_GRID_SIZE))
+        if grid_size != DEFAULT_GRID_SIZE:
+            given = {"grid_size": grid_size, **given}
+        if given:
+            shown = ", ".join(f"{name}={value!r}" for name, value in given.items())
+            raise ValueError(
+                f"level={self.name!r} sets the layout: {shown} cannot be given beside it (give a level, or the layout "
+                "flags)"
+            )
 
     def _id(self, prefix: str, suffix: str = "") -> str:
         middle = "" if self.name == STUDY else f"-{self.name}"

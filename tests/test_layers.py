@@ -24,6 +24,7 @@ LAYERS = (
     ("api",),
     ("dqn_torch", "dqn_torch_compile", "dqn_flax", "dqn_flax_scan", "scan_driver", "scan_profile", "scan_lanes"),
     ("arms", "presets"),
+    ("levels",),
     ("serving", "pyfunc_entry"),
     ("tracking",),
     ("reporting", "tuning", "enjoy", "executors"),
@@ -34,7 +35,7 @@ LAYERS = (
 """The baselines' layers, bottom first, by module (a package stands for its modules): the foundations (config,
 typed results, process settings, the networks' input, flag generation, search-space ranges); evaluation and
 the arm record; the training harness; the public API of arms (what a learner or a plug-in imports); the
-learners; the registry of installed arms and the presets; model logging and loading; MLflow tracking; the
+learners; the registry of installed arms and the presets; the level a run trains at; model logging and loading; MLflow tracking; the
 reports, tuning and ``enjoy``; the comparison; the ladder (a comparison per level); the commands."""
 ENTRY_POINTS = ("__main__",)
 """The only modules that may import ``cli`` (``python -m``)."""

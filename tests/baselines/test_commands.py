@@ -16,8 +16,8 @@ from doors_gym_baselines.arms import ARMS
 def test_compare_flags_reach_the_options_and_the_run_settings(monkeypatch, tmp_path):
     seen = {}
 
-    def fake_compare(options, run, executor=None):
-        seen.update(options=options, run=run, executor=executor)
+    def fake_compare(options, run, executor=None, level=None):
+        seen.update(options=options, run=run, executor=executor, level=level)
         oracle = {"greedy_success_rate": 1.0, "rolling_reward": 0.776}
         return compare.Outcome(rows=[], oracle=oracle, table="a table", paths={}, run_id="x")
 
@@ -27,6 +27,7 @@ def test_compare_flags_reach_the_options_and_the_run_settings(monkeypatch, tmp_p
     options, run = seen["options"], seen["run"]
     assert options.preset == "full" and options.arms == ("flax-scan",) and options.total_steps is None
     assert run.grid_size == (9, 21) and run.n_doors == 4 and run.quiet is True
+    assert seen["level"].name == "study" and seen["level"].at(run) == run  # the flags' layout, resolved once
     # The preset's budget stands unless --total-steps overrides it.
     config, preset = options.preset_config("flax-scan", run)
     assert config.run.total_steps == 500_000 and config.params.grid_size == (9, 21) and preset.label == "full"

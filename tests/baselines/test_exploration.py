@@ -193,11 +193,11 @@ def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_n
 
     from doors_gym.levels import get_level
     from doors_gym_baselines import cells as cell_codes
-    from doors_gym_baselines.config import level_run
+    from doors_gym_baselines.levels import TrainingLevel
 
     level = get_level(level_name)
     params = level.params()
-    config = DQNConfig.of(**level_run(level), hidden_sizes=(16,), relative_inputs=True)
+    config = DQNConfig.of(**TrainingLevel.named(level.name).settings, hidden_sizes=(16,), relative_inputs=True)
     envs = gym.make_vec(level.env_id, 8)
     cells = cell_codes.encode(envs.reset(seed=0)[0], params)
     cells[0, 1] = cell_codes.HIDDEN
@@ -241,10 +241,10 @@ def test_dueling_heads_give_the_same_q_values_in_torch_and_flax(relative):
     from doors_gym.levels import get_level
     from doors_gym_baselines import cells as cell_codes
     from doors_gym_baselines import dqn_flax, dqn_torch
-    from doors_gym_baselines.config import level_run
+    from doors_gym_baselines.levels import TrainingLevel
 
     level = get_level("3Walls")
-    config = DQNConfig.of(**level_run(level), hidden_sizes=(16, 8), relative_inputs=relative, dueling=True)
+    config = DQNConfig.of(**TrainingLevel.named(level.name).settings, hidden_sizes=(16, 8), relative_inputs=relative, dueling=True)
     cells = cell_codes.encode(gym.make_vec(level.env_id, 8).reset(seed=1)[0], level.params())
     flax_network = dqn_flax.make_network(config)
     weights = dqn_flax.init_params(flax_network, jax.random.key(3))["params"]
@@ -281,10 +281,11 @@ def test_layer_norm_gives_the_same_q_values_in_torch_and_flax(dueling):
     from doors_gym.levels import get_level
     from doors_gym_baselines import cells as cell_codes
     from doors_gym_baselines import dqn_flax, dqn_torch
-    from doors_gym_baselines.config import LAYER_NORM_EPSILON, level_run
+    from doors_gym_baselines.config import LAYER_NORM_EPSILON
+    from doors_gym_baselines.levels import TrainingLevel
 
     level = get_level("3Walls")
-    config = DQNConfig.of(**level_run(level), hidden_sizes=(16, 8), dueling=dueling, layer_norm=True)
+    config = DQNConfig.of(**TrainingLevel.named(level.name).settings, hidden_sizes=(16, 8), dueling=dueling, layer_norm=True)
     assert "layer norm" in config.hyperparameters.describe()
     cells = cell_codes.encode(gym.make_vec(level.env_id, 8).reset(seed=1)[0], level.params())
     flax_network = dqn_flax.make_network(config)

@@ -1,5 +1,6 @@
-"""``--level`` in every command that builds an env: one mapping of a level to its layout and time limit
-(``config.at_level``), the level's presets (``presets.preset_at``), and the commands that read them."""
+"""``--level`` in every command that builds an env: one object for the level a run trains at
+(``levels.TrainingLevel``: its layout and time limit, ids, bar and presets), built once by the command line, and
+the commands that read it."""
 
 from __future__ import annotations
 
@@ -10,20 +11,100 @@ from doors_gym.levels import LEVELS, STUDY, get_level
 from doors_gym_baselines import compare, presets
 from doors_gym_baselines.api import Arm
 from doors_gym_baselines.arm import PURE_FUNCTIONS
-from doors_gym_baselines.config import RunSettings, at_level
+from doors_gym_baselines.config import RunSettings
+from doors_gym_baselines.levels import TrainingLevel
 
 
 @pytest.mark.parametrize("level", [level.name for level in LEVELS])
 def test_a_level_maps_to_its_layout_and_time_limit_in_one_place(level) -> None:
     custom = RunSettings(grid_size=(9, 21), n_doors=4, seed=7, quiet=True)
-    run = at_level(custom, level)
+    run = TrainingLevel.named(level, custom).at(custom)
     if level == STUDY:
         assert run == custom  # the study's level keeps the flags' own layout
     else:
         assert run.params == get_level(level).params()
         assert (run.seed, run.quiet) == (7, True)  # the machinery is left as it was
     with pytest.raises(ValueError, match="level='Huge' is unknown"):
-        at_level(custom, "Huge")
+        TrainingLevel.named("Huge")
+
+
+@pytest.mark.parametrize("name", ["study", "Random", "3Walls", "31x31"])
+def test_a_training_level_carries_its_ids_time_limit_and_presets(name) -> None:
+    level, row = TrainingLevel.named(name), get_level(name)
+    assert (level.env_id, level.jax_env_id) == (row.env_id, row.jax_env_id)
+    assert (level.env_id_of("Doors-v0"), level.env_id_of("DoorsJax-v0")) == (row.env_id, row.jax_env_id)
+    assert level.max_episode_steps == row.max_episode_steps == level.params.max_episode_steps
+    assert level.at(RunSettings()).params == row.params()
+    assert set(level.settings) == {"grid_size", "n_doors", "door_cols", "max_episode_steps", "n_walls", "doors"}
+    assert level.shared_preset == presets.level_preset(name)
+    assert level.preset("shared", "flax-scan") == presets.preset_at("shared", "flax-scan", name)
+    assert level.preset("quick", "flax-scan").name == "quick"  # a built-in name other than tuned/shared: as it is
+
+
+def test_a_training_level_carries_the_bar_of_solved_there() -> None:
+    from doors_gym.oracle import level_figures
+
+    assert TrainingLevel.named(STUDY).solved_reward == 0.75  # Doors-v0's bar, the study's
+    assert TrainingLevel.named("Random").solved_reward == level_figures("Random").solved_rolling_reward < 0.75
+
+
+def test_the_flags_layout_is_the_studys_level_with_the_layouts_time_limit() -> None:
+    flags = {"grid_size": [9, 21], "n_doors": None, "door_cols": None, "max_episode_steps": None, "n_walls": 2,
+             "doors": "random"}  # fmt: skip
+    level = TrainingLevel.from_flags(None, flags)
+    assert level.name == STUDY and level.max_episode_steps == 3 * 30
+    assert (level.params.n_walls, level.params.random_doors, level.layout.n_doors) == (2, True, None)
+    assert level.env_id == "Doors-v0" and level.jax_env_id == "DoorsJax-v0"  # no registered level's layout
+    assert TrainingLevel.from_flags(None, {**flags, "max_episode_steps": 40}).max_episode_steps == 40
+    random = TrainingLevel.from_flags(None, {"doors": "random"})  # Random's layout, given by the flags
+    assert random.name == STUDY and random.env_id == "Doors-Random-v0"
+    with pytest.raises(ValueError, match=r"level='Random' sets the layout: grid_size=\(9, 21\), n_walls=2"):
+        TrainingLevel.from_flags("Random", flags)
+    with pytest.raises(ValueError, match="level='Random' sets the time limit: max_episode_steps=40"):
+        TrainingLevel.from_flags("Random", {"max_episode_steps": 40})
+    with pytest.raises(ValueError, match="level='Huge' is unknown"):
+        TrainingLevel.from_flags("Huge", {})
+
+
+def counted_levels(monkeypatch) -> list:
+    """Every ``TrainingLevel`` the command line builds from its flags (``from_flags``), counted."""
+    built: list = []
+    from_flags = TrainingLevel.from_flags.__func__
+
+    def counted(cls, name, flags):
+        built.append(from_flags(cls, name, flags))
+        return built[-1]
+
+    monkeypatch.setattr(TrainingLevel, "from_flags", classmethod(counted))
+    return built
+
+
+def test_the_command_line_resolves_a_level_once_and_hands_it_to_compare(monkeypatch) -> None:
+    from doors_gym_baselines import compare as comparison
+
+    built = counted_levels(monkeypatch)
+    seen: dict = {}
+
+    def fake_compare(options, run, executor, level):
+        seen.update(options=options, run=run, level=level)
+        raise SystemExit(0)  # the arguments are all this test needs
+
+    monkeypatch.setattr(comparison, "compare", fake_compare)
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--arms", "torch-numpy", "--level", "3Walls", "--seeds", "1"])
+    (level,) = built
+    assert seen["level"] is level and level.name == "3Walls"
+    assert seen["run"].params == get_level("3Walls").params()
+    built.clear()
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--arms", "torch-numpy", "--grid-size", "9", "21"])  # the study's level, any layout
+    assert seen["level"] is built[0] and seen["level"].name == STUDY and seen["run"].grid_size == (9, 21)
+
+
+def test_a_comparison_refuses_a_level_other_than_its_own() -> None:
+    options = compare.CompareOptions(level="3Walls", arms=("torch-numpy",))
+    with pytest.raises(ValueError, match="level='Random' is not the comparison's: expected '3Walls'"):
+        compare.plan(options, level=TrainingLevel.named("Random"))
 
 
 def captured_train_configs(monkeypatch) -> list:
@@ -39,6 +120,7 @@ def captured_train_configs(monkeypatch) -> list:
 
 def test_train_at_a_level_trains_there_with_the_levels_preset(monkeypatch) -> None:
     seen = captured_train_configs(monkeypatch)
+    built = counted_levels(monkeypatch)
     for argv in (["--level", "31x31"], ["--level", "31x31", "--total-steps", "5000", "--gamma", "0.95"]):
         with pytest.raises(SystemExit):
             cli.main(["train", "--arm", "flax-numpy", *argv])
@@ -50,6 +132,7 @@ def test_train_at_a_level_trains_there_with_the_levels_preset(monkeypatch) -> No
     assert plain.run.total_steps == shared.run["total_steps"]
     assert (typed.run.total_steps, typed.hyperparameters.gamma) == (5000, 0.95)  # the flags over the level's preset
     assert typed.params == plain.params
+    assert [level.name for level in built] == ["31x31", "31x31"]  # one level resolved per command
 
 
 def test_layout_flags_take_the_layouts_time_limit(monkeypatch) -> None:

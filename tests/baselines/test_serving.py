@@ -196,7 +196,7 @@ def test_a_model_at_a_level_with_random_doors_logs_and_predicts_on_that_levels_o
     as the arm does on that level's observations (a relative-input network included), and ``enjoy`` plays it
     at its level."""
     from doors_gym.levels import get_level
-    from doors_gym_baselines.config import level_run
+    from doors_gym_baselines.levels import TrainingLevel
     from doors_gym_baselines.enjoy import enjoy
     from doors_gym_baselines.evaluation import start_observations
 
@@ -204,7 +204,7 @@ def test_a_model_at_a_level_with_random_doors_logs_and_predicts_on_that_levels_o
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracking.connect(uri, "levels")
     arm = get_arm(arm_name)
-    config = DQNConfig.of(**TINY, **level_run(level), **changes, env_id=arm.env_id)
+    config = DQNConfig.of(**TINY, **TrainingLevel.named(level.name).settings, **changes, env_id=arm.env_id)
     with mlflow.start_run(run_name=arm_name):
         result = arm.train(config)
         model_uri = serving.log_model(result)

@@ -52,6 +52,18 @@ def test_an_unknown_level_names_the_known_ones():
         get_level("15x15")
 
 
+def test_a_level_refuses_a_layout_keyword_beside_it_and_names_each():
+    level = get_level("3Walls")
+    level.check_alone({})  # nothing beside it
+    level.check_alone({"grid_size": [15, 15], "n_walls": None, "doors": None, "n_doors": None, "door_cols": None})
+    level.check_alone({"max_episode_steps": 50})  # the time limit is the command's to refuse or keep
+    with pytest.raises(ValueError, match=r"level='3Walls' sets the layout: grid_size=\(9, 9\), n_doors=2, "
+                       r"door_cols=\[1, 5\] cannot be given beside it"):  # fmt: skip
+        level.check_alone({"grid_size": [9, 9], "n_doors": 2, "door_cols": [1, 5]})
+    with pytest.raises(ValueError, match=r"level='study' sets the layout: n_walls=2, doors='random' cannot"):
+        get_level("study").check_alone({"n_walls": 2, "doors": "random"})
+
+
 def test_wall_rows_follow_the_spec():
     assert core.wall_rows(15, 1) == (7,)
     assert core.wall_rows(15, 3) == (3, 7, 11)
