@@ -18,7 +18,7 @@ PACKAGES = {"doors_gym": ROOT / "doors_gym", "doors_gym_baselines": ROOT / "base
 """Each project package and its folder (the baselines install as ``doors_gym_baselines`` from ``baselines/``)."""
 
 LAYERS = (
-    ("config", "metrics", "runtime", "cells", "flags", "ranges"),
+    ("config", "schedules", "metrics", "runtime", "cells", "flags", "ranges"),
     ("evaluation", "arm"),
     ("harness",),
     ("api",),
@@ -33,7 +33,7 @@ LAYERS = (
     ("cli", "__main__"),
 )
 """The baselines' layers, bottom first, by module (a package stands for its modules): the foundations (config,
-typed results, process settings, the networks' input, flag generation, search-space ranges); evaluation and
+the schedules, typed results, process settings, the networks' input, flag generation, search-space ranges); evaluation and
 the arm record; the training harness; the public API of arms (what a learner or a plug-in imports); the
 learners; the registry of installed arms and the presets; the level a run trains at; model logging and loading; MLflow tracking; the
 reports, tuning and ``enjoy``; the comparison; the ladder (a comparison per level); the commands."""
