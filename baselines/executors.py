@@ -238,7 +238,11 @@ class DaskExecutor:
                     )
                 self._client = Client(self._cluster)
             else:
+                from .worker_threads import WorkerThreads
+
                 self._client = Client(self.address)
+                # The workers there were started by whoever started them: their threads are held here.
+                self._client.register_plugin(WorkerThreads())
         return self._client
 
     def submit(self, job: Job) -> Any:

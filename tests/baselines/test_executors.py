@@ -108,6 +108,67 @@ def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pat
     assert [row.seeds for row in outcome.rows] == [2]
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NPROC", "JAX_NUM_CPU_DEVICES")
+
+
+def thread_settings(libraries: bool) -> dict:
+    """A worker's thread settings: its variables and NumPy's BLAS pool; with ``libraries``, torch's threads and JAX's
+    devices and XLA pool threads as a task that imports them finds them."""
+    import numpy  # noqa: F401  # its BLAS, as any run loads it
+    import threadpoolctl
+
+    blas = [pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"]
+    found = {"environ": {name: os.environ.get(name) for name in (*THREAD_VARIABLES, "XLA_FLAGS")}, "blas": blas}
+    if libraries:
+        import jax
+        import jax.numpy as jnp
+        import torch
+
+        jax.jit(lambda x: x @ x)(jnp.ones((64, 64))).block_until_ready()
+        tasks = pathlib.Path("/proc/self/task")
+        pool = [task for task in tasks.iterdir() if (task / "comm").read_text().startswith("tf_XLAEigen")]
+        found.update(torch=torch.get_num_threads(), devices=jax.device_count(), pool=len(pool))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setup", ["plugin", "preload"])
+def test_a_worker_started_without_the_drivers_environment_gets_its_threads_from_the_cluster(
+    tmp_path: pathlib.Path, monkeypatch, setup: str
+) -> None:
+    import cloudpickle
+    import dask
+    from distributed import Client, LocalCluster
+
+    from doors_gym_baselines.runtime import available_cores
+    from doors_gym_baselines.worker_threads import WorkerThreads
+
+    if available_cores() < 2 or not pathlib.Path("/proc/self/task").is_dir():
+        pytest.skip("one thread a worker is every library's default on one core; the pool is read in /proc")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers never import this test module
+    for name in (*THREAD_VARIABLES, "DOORS_GYM_WORKER_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    dump = tmp_path / "dump"
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_dump_to={dump}")  # the user's flag, read back by XLA in the worker
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    # As `dask worker --no-nanny` starts one, or a nanny whose configuration sets no threads: nothing limits them,
+    # but the plugin the driver registers, or the preload the worker was started with.
+    preload = ["doors_gym_baselines.worker_threads"] if setup == "preload" else []
+    with dask.config.set({executors.SPAWN_ENVIRONMENT: {}}):
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=40, preload=preload)  # fmt: skip
+    with cluster, Client(cluster) as client:
+        if setup == "plugin":
+            (before,) = client.run(thread_settings, False).values()
+            assert before["environ"]["OMP_NUM_THREADS"] is None and before["blas"][0] > 1
+            client.register_plugin(WorkerThreads())
+        (after,) = client.run(thread_settings, True).values()
+    flags = f"--xla_cpu_multi_thread_eigen=false --xla_dump_to={dump}"  # ours, then the user's
+    assert after["environ"] == {**{name: "1" for name in THREAD_VARIABLES}, "XLA_FLAGS": flags}
+    assert (after["blas"], after["torch"], after["devices"], after["pool"]) == ([1], 1, 1, 1)
+    assert any(dump.iterdir()), "XLA never read the user's --xla_dump_to"
+
+
 def failing_train(config, trial=None, arm=None):
     raise RuntimeError(f"no luck with seed {config.run.seed}")
 
@@ -151,6 +212,10 @@ def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pat
                    "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--quiet", "--executor", "dask",
                    "--address", address]  # fmt: skip
         done = subprocess.run(command, env=ENV, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        from distributed import Client
+
+        with Client(address) as client:  # the workers started by hand got their threads from the driver's plugin
+            pools = client.run(lambda: os.environ.get("NPROC"))
     finally:
         for process in (worker, scheduler):
             if process is not None:
@@ -161,6 +226,7 @@ def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pat
     assert "registered as version 1 of doors-torch-numpy@champion" in done.stdout
     rows = (tmp_path / "out" / "compare_seeds.csv").read_text().splitlines()[1:]
     assert len(rows) == 2 and all(not row.endswith(",local") for row in rows)
+    assert list(pools.values()) == ["1", "1"]
 
 
 def default_sigint() -> None:
