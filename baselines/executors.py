@@ -94,9 +94,13 @@ class Job:
     """The run as progress lines and errors name it: ``<arm> seed <n>``."""
 
 
-def job_key(cache: pathlib.Path, key: dict[str, Any]) -> str:
-    """A run's task key: its cache file's name and a digest of the config that decides its outcome."""
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def job_key(cache: pathlib.Path, config: dict[str, Any], models: bool) -> str:
+    """A run's task key: its cache file's name and a digest of everything that makes it this driver's run and no
+    other's: the driver's host, the cache file's absolute path (its ``--out``), the whole config (the checkpoint's
+    path included) and whether its model comes back. Two drivers with the same settings on one scheduler, in other
+    folders or on other hosts, never share a task."""
+    body = [socket.gethostname(), os.path.abspath(cache), config, models]
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return f"{cache.stem}-{digest}"
 
 
@@ -174,6 +178,12 @@ Done = Callable[[Job, Trained], None]
 """What the driver does with each finished run (logs it to MLflow, caches it, prints a line)."""
 
 
+def unlink(paths: Sequence[str]) -> None:
+    """Removes the files at ``paths`` that exist."""
+    for path in paths:
+        pathlib.Path(path).unlink(missing_ok=True)
+
+
 class LocalExecutor:
     """Trains the jobs one after another in this process (``--executor local``, the default)."""
 
@@ -181,6 +191,14 @@ class LocalExecutor:
 
     def submit_ahead(self, jobs: Sequence[Job]) -> None:
         """Nothing to do ahead: the runs train when :meth:`run` gets them."""
+
+    def submitted(self, key: str) -> bool:
+        """Whether the run of ``key`` was sent ahead (never: nothing trains before :meth:`run`)."""
+        return False
+
+    def clear(self, paths: Sequence[str]) -> None:
+        """Removes the files at ``paths`` (stale checkpoints of a ``--fresh`` command)."""
+        unlink(paths)
 
     def run(self, jobs: Sequence[Job], done: Done) -> list[Failure]:
         failures = []
@@ -248,6 +266,17 @@ class DaskExecutor:
     def submit(self, job: Job) -> Any:
         """``job`` sent to the cluster: its future."""
         return self.client().submit(train_job, job, key=job.key, pure=False)
+
+    def submitted(self, key: str) -> bool:
+        """Whether the run of ``key`` was sent ahead (:meth:`submit_ahead`) and may be training now."""
+        return key in self._ahead
+
+    def clear(self, paths: Sequence[str]) -> None:
+        """Removes the files at ``paths`` here and on every worker (a worker's own disk holds what it wrote where
+        the folder is not shared)."""
+        if paths:
+            unlink(paths)
+            self.client().run(unlink, list(paths))
 
     def submit_ahead(self, jobs: Sequence[Job]) -> None:
         """Sends ``jobs`` to the cluster now, so that its workers stay busy while the driver records what came

@@ -108,6 +108,89 @@ def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pat
     assert [row.seeds for row in outcome.rows] == [2]
 
 
+def test_the_task_key_tells_two_drivers_apart(tmp_path: pathlib.Path, monkeypatch) -> None:
+    def keys(**values) -> list[str]:
+        planned = compare.plan(tiny(tmp_path, "out", **values))
+        return [job.key for *_, job in compare.missing_jobs(planned, {})]
+
+    same = keys()
+    assert keys() == same and len(set(same)) == 2 and same[0].startswith("torch-numpy-seed100-")
+    assert set(keys(out=str(tmp_path / "other"))).isdisjoint(same)  # another driver's folder
+    assert set(keys(models=True)).isdisjoint(same)  # another driver's models come back
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    relative = keys(out="out")
+    monkeypatch.chdir(tmp_path / "b")
+    assert set(keys(out="out")).isdisjoint(relative)  # the same relative --out from two folders
+
+
+def test_checkpoints_go_to_an_absolute_folder_and_a_url_is_refused(tmp_path: pathlib.Path, monkeypatch) -> None:
+    needs("flax")
+    from doors_gym_baselines.ladder import LadderOptions
+
+    monkeypatch.chdir(tmp_path)
+
+    def checkpoint(**values) -> str:
+        planned = compare.plan(compare.CompareOptions(arms=("flax-scan",), seeds=1, **values))
+        return planned.rows[0].runs[0].config.run.checkpoint
+
+    assert checkpoint(out="out") == str(tmp_path / "out" / "runs" / "flax-scan-seed100.ckpt")  # not a worker's cwd
+    assert checkpoint(out="out", checkpoint_dir="shared") == str(tmp_path / "shared" / "flax-scan-seed100.ckpt")
+    level = LadderOptions(levels=("Random",), checkpoint_dir="shared").level_options("Random")
+    assert level.checkpoint_folder == tmp_path / "shared" / "Random"
+    with pytest.raises(ValueError, match=r"checkpoint_dir='s3://bucket/runs' is not a folder's path: .*URLs are not"):
+        compare.CompareOptions(checkpoint_dir="s3://bucket/runs")
+    with pytest.raises(ValueError, match=r"checkpoint_dir='' is not a folder's path"):
+        LadderOptions(checkpoint_dir="")
+
+
+class Sent(Exception):
+    """Stops a command once it has sent its runs."""
+
+
+class Recorder(executors.LocalExecutor):
+    """A local executor that notes what it is asked, and whether the stale checkpoint is there at each step."""
+
+    def __init__(self, stale: pathlib.Path, ahead: bool = False) -> None:
+        self.stale, self.ahead, self.calls = stale, ahead, []
+
+    def clear(self, paths) -> None:
+        super().clear(paths)
+        self.calls.append(("clear", list(paths)))
+
+    def submit_ahead(self, jobs) -> None:
+        self.calls.append(("submit_ahead", len(jobs), self.stale.exists()))
+
+    def submitted(self, key: str) -> bool:
+        return self.ahead
+
+    def run(self, jobs, done):
+        raise Sent
+
+
+def test_a_fresh_ladder_clears_the_checkpoints_before_it_sends_a_run(tmp_path: pathlib.Path, monkeypatch) -> None:
+    needs("flax")
+    from doors_gym_baselines import ladder
+
+    options = ladder.LadderOptions(arms=("flax-scan",), levels=("study",), quick=True, fresh=True,
+                                   out=str(tmp_path / "ladder"))  # fmt: skip
+    stale = tmp_path / "ladder" / "study" / "runs" / "flax-scan-seed100.ckpt"  # a killed ladder's run
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"a killed run's state")
+    recorder = Recorder(stale)
+    monkeypatch.setattr(ladder.comparison, "compare", lambda *args: (_ for _ in ()).throw(Sent()))
+    with pytest.raises(Sent):
+        ladder.ladder(options, RunSettings(quiet=True), recorder)
+    assert recorder.calls == [("clear", [str(stale)]), ("submit_ahead", 1, False)]
+    # A level's comparison then leaves alone the checkpoint of a run sent ahead: it may be training by now.
+    stale.write_bytes(b"the state of the run sent ahead")
+    ahead = Recorder(stale, ahead=True)
+    with pytest.raises(Sent):
+        compare.make_runs(compare.plan(options.level_options("study"), RunSettings(quiet=True)), ahead)
+    assert ahead.calls == [("clear", [])] and stale.exists()
+
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NPROC", "JAX_NUM_CPU_DEVICES")
 
 
