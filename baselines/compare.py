@@ -55,7 +55,7 @@ from .presets import (
     preset_field,
     tuned_path,
 )
-from .executors import LOCAL_WORKER, Executor, Job, LocalExecutor, RunsFailed, Trained, job_key
+from .executors import LOCAL_WORKER, RETRIED_TAG, Executor, Job, LocalExecutor, RunsFailed, Trained, job_key
 from .harness.checkpoint import CHECKPOINT_SUFFIX
 from .executors import describe as describe_executor
 from .serving import NATIVE_FLAVOURS, load_model, log_model_file, native_model, register_champion
@@ -334,8 +334,10 @@ def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun) -> 
     started; params, the host and worker that ran it, curve, finals, the best seed's model from its file) and
     the resume cache."""
     arm, result = get_arm(job.arm) if isinstance(job.arm, str) else job.arm, trained.result
+    retried = {RETRIED_TAG: ",".join(trained.lost_on)} if trained.lost_on else {}
     with tracking.tracked_run(
-        arm, planned.config, nested=True, started=trained.started, hyperparameters=origin, worker=trained.worker
+        arm, planned.config, nested=True, started=trained.started, hyperparameters=origin, worker=trained.worker,
+        **retried,
     ) as tracked:
         import mlflow
 
@@ -352,6 +354,8 @@ def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun) -> 
     saved = {"config": planned.config.outcome_key(), "model_uri": made.model_uri, "seeds": seeds}
     planned.cache.write_text(json.dumps(saved, indent=1))
     where = "" if trained.worker == LOCAL_WORKER else f" on {trained.host} ({trained.worker})"
+    if trained.lost_on:
+        where += f", run again after losing worker {' and '.join(trained.lost_on)}"
     print(f"  {job.label}: {result.wall_seconds:.1f} s{where}, {describe_rolling(made.seeds)}", flush=True)
     return made
 

@@ -116,6 +116,8 @@ class Trained:
     started: float
     host: str
     worker: str
+    lost_on: tuple[str, ...] = ()
+    """The workers (addresses) that died while running it before this one finished it: set by the driver."""
 
 
 def train_job(job: Job) -> Trained:
@@ -178,6 +180,39 @@ Done = Callable[[Job, Trained], None]
 """What the driver does with each finished run (logs it to MLflow, caches it, prints a line)."""
 
 
+RETRIED_TAG = "doors_gym.retried_after"
+"""The tag of a run's MLflow record that Dask trained again after its worker died: the dead workers' addresses."""
+
+
+@dataclasses.dataclass
+class Retries:
+    """The driver's account of the runs whose worker died under them, from the scheduler's ``remove-worker`` events
+    (topic ``all``), by task key."""
+
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The label of each task this driver sent, by key (another driver's tasks are not ours to tell)."""
+    lost: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    """The addresses of the workers that died while running each task, by key, in order."""
+
+    def worker_removed(self, event: tuple[float, dict[str, Any]]) -> None:
+        """Notes a scheduler event (``(time, message)``); a worker removed while it ran our runs is said in a line
+        for each of them as it happens."""
+        _, message = event
+        if not isinstance(message, dict) or message.get("action") != "remove-worker":
+            return
+        address = str(message.get("worker"))
+        how = "left" if message.get("expected") else "died"
+        for key in message.get("processing-tasks", ()):
+            if key in self.labels:
+                self.lost.setdefault(key, []).append(address)
+                print(f"  {self.labels[key]}: worker {address} {how} while running it; Dask runs it again", flush=True)
+
+    def finished(self, key: str, trained: Trained) -> Trained:
+        """``trained`` with the workers that died under its task before (:attr:`Trained.lost_on`)."""
+        self.labels.pop(key, None)
+        return dataclasses.replace(trained, lost_on=tuple(self.lost.pop(key, ())))
+
+
 def unlink(paths: Sequence[str]) -> None:
     """Removes the files at ``paths`` that exist."""
     for path in paths:
@@ -229,6 +264,7 @@ class DaskExecutor:
         self._cluster: Any = None
         self._ahead: dict[str, Any] = {}
         self._cache: str | None = None
+        self.retries = Retries()
 
     def client(self) -> Any:
         """The Dask client, connected on first use (starting the local cluster if there is no address)."""
@@ -251,7 +287,7 @@ class DaskExecutor:
                         threads_per_worker=1,
                         processes=True,
                         dashboard_address=None,
-                        silence_logs=40,  # logging.ERROR: a worker's restarts are told by the driver's own lines
+                        silence_logs=40,  # logging.ERROR: a run retried after its worker died is told by the driver
                         env=environment,
                     )
                 self._client = Client(self._cluster)
@@ -261,11 +297,14 @@ class DaskExecutor:
                 self._client = Client(self.address)
                 # The workers there were started by whoever started them: their threads are held here.
                 self._client.register_plugin(WorkerThreads())
+            self._client.subscribe_topic("all", self.retries.worker_removed)
         return self._client
 
     def submit(self, job: Job) -> Any:
         """``job`` sent to the cluster: its future."""
-        return self.client().submit(train_job, job, key=job.key, pure=False)
+        client = self.client()
+        self.retries.labels[job.key] = job.label
+        return client.submit(train_job, job, key=job.key, pure=False)
 
     def submitted(self, key: str) -> bool:
         """Whether the run of ``key`` was sent ahead (:meth:`submit_ahead`) and may be training now."""
@@ -302,7 +341,7 @@ class DaskExecutor:
                 if future.status == "error":
                     failures.append(failed(job, future.exception()))
                     continue
-                done(job, future.result())
+                done(job, self.retries.finished(job.key, future.result()))
         finally:
             client.cancel(list(futures))  # nothing left running after Ctrl-C or an error of the driver's own
         return failures
@@ -311,6 +350,7 @@ class DaskExecutor:
         """Disconnects; stops the local cluster's workers if this executor started them."""
         self._ahead.clear()
         if self._client is not None:
+            self._client.unsubscribe_topic("all")  # the scheduler would tell a closed client of its own leaving
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()

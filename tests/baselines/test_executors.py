@@ -79,7 +79,7 @@ def test_dask_gives_the_local_figures_and_logs_host_and_worker(tmp_path: pathlib
 
 
 @pytest.mark.slow
-def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pathlib.Path) -> None:
+def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pathlib.Path, capsys) -> None:
     options = tiny(tmp_path, "out", total_steps=30_000, eval_every=10_000)
     killed: list[str] = []
     with open_executor(ExecutorOptions("dask", workers=2)) as executor:
@@ -106,6 +106,26 @@ def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pat
     assert sorted((run.info.run_name, run.info.status) for run in runs) == [
         ("torch-numpy-seed100", "FINISHED"), ("torch-numpy-seed101", "FINISHED")]  # fmt: skip
     assert [row.seeds for row in outcome.rows] == [2]
+    retried = [run for run in runs if executors.RETRIED_TAG in run.data.tags]
+    assert [run.data.tags[executors.RETRIED_TAG] for run in retried] == killed  # the killed one's run, alone
+    printed = capsys.readouterr().out
+    seed = retried[0].data.tags["seeds"]
+    assert f"torch-numpy seed {seed}: worker {killed[0]} died while running it; Dask runs it again" in printed
+    assert printed.count(f"run again after losing worker {killed[0]}") == 1
+
+
+def test_the_driver_tells_each_run_whose_worker_died_and_marks_it_retried(capsys) -> None:
+    retries = executors.Retries()
+    retries.labels["ours"] = "torch-numpy seed 100"
+    retries.worker_removed((0.0, {"action": "add-worker", "worker": "tcp://10.0.0.2:4001"}))
+    removed = {"action": "remove-worker", "worker": "tcp://10.0.0.2:4001", "processing-tasks": {"ours", "theirs"}}
+    retries.worker_removed((1.0, {**removed, "expected": False}))
+    assert capsys.readouterr().out == (
+        "  torch-numpy seed 100: worker tcp://10.0.0.2:4001 died while running it; Dask runs it again\n")  # fmt: skip
+    trained = executors.Trained(None, [], None, None, 0.0, "host-b", "1")
+    assert retries.finished("ours", trained).lost_on == ("tcp://10.0.0.2:4001",)
+    assert retries.finished("theirs", trained).lost_on == ()  # another driver's task
+    assert not retries.lost and not retries.labels
 
 
 def test_the_task_key_tells_two_drivers_apart(tmp_path: pathlib.Path, monkeypatch) -> None:
