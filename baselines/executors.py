@@ -8,10 +8,12 @@ and the best seed's model file as bytes) wherever it runs. Only the driver write
 another worker after its first one died is logged once, and a SQLite store is never written by two processes.
 
 Dask's workers are spawned processes (never forks: JAX and forks do not mix); a task whose worker dies is
-rescheduled on another (Dask's ``distributed.scheduler.allowed-failures``); a task that raises is not retried:
-the others finish and :class:`RunsFailed` names it. Each worker's threads are pinned to its share of the cores
-(:func:`~doors_gym_baselines.runtime.worker_environment`), and a local cluster's workers share one JAX compilation
-cache for the command's life (a program one worker compiled, another loads: in one process, as ``local`` trains,
+rescheduled on another (Dask's ``distributed.scheduler.allowed-failures``), and the driver says so (:class:`Retries`)
+and tags the run's MLflow record; a task that raises is not retried: the others finish and :class:`RunsFailed`
+names it. Each worker's threads are pinned to its share of the cores: a local cluster's in its environment from its
+start (:func:`~doors_gym_baselines.runtime.worker_environment`), the workers at an address by the plugin the driver
+registers there (:class:`~doors_gym_baselines.worker_threads.WorkerThreads`). A local cluster's workers share one
+JAX compilation cache for the command's life (a program one worker compiled, another loads: in one process, as ``local`` trains,
 JAX compiles each program once anyway). Dask is the ``dask`` extra; nothing here imports it
 unless ``--executor dask`` is asked for.
 """
