@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import pathlib
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from . import reporting, tracking
 from .reporting import best_seed
 from .arm import ArmProtocol
 from .arms import ARMS, get_arm
-from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, field
+from .config import Config, DQNConfig, RunSettings, check_at_least, check_choice, check_folder, field
 from .levels import TrainingLevel
 from .metrics import TrainResult
 from .presets import (
@@ -54,7 +55,7 @@ from .presets import (
     preset_field,
     tuned_path,
 )
-from .executors import LOCAL_WORKER, Executor, Job, LocalExecutor, RunsFailed, Trained, job_key
+from .executors import LOCAL_WORKER, RETRIED_TAG, Executor, Job, LocalExecutor, RunsFailed, Trained, job_key
 from .harness.checkpoint import CHECKPOINT_SUFFIX
 from .executors import describe as describe_executor
 from .serving import NATIVE_FLAVOURS, load_model, log_model_file, native_model, register_champion
@@ -82,6 +83,12 @@ class CompareOptions:
     total_steps: int | None = field(None, "env steps per seed (default: the preset's)")
     eval_every: int | None = field(None, "env steps between evaluations (default: the preset's)")
     out: str = field("out/compare", "folder for the tables, the plot and the finished runs")
+    checkpoint_dir: str | None = field(
+        None,
+        "folder of the resumable runs' checkpoints (flax-scan's), one every worker reaches at the same path (a "
+        "shared filesystem) so that a run retried on another host goes on from its last segment "
+        "(default: <out>/runs); made absolute here",
+    )
     tracking_uri: str | None = field(
         None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
     )
@@ -109,6 +116,8 @@ class CompareOptions:
             raise ValueError(f"arms={list(self.arms)} repeats an arm: expected each arm once")
         check_preset(self.preset)
         check_choice("level", self.level, LEVEL_NAMES)
+        if self.checkpoint_dir is not None:
+            check_folder("checkpoint_dir", self.checkpoint_dir)
         check_at_least("seeds", self.seeds, 1)
         check_at_least("first_seed", self.first_seed, 1)
         for name in ("total_steps", "eval_every"):
@@ -153,6 +162,13 @@ class CompareOptions:
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.first_seed, self.first_seed + self.seeds))
+
+    @property
+    def checkpoint_folder(self) -> pathlib.Path:
+        """Where the resumable runs' checkpoints go, as an absolute path (a worker's own folder is not the driver's):
+        ``checkpoint_dir``, else ``<out>/runs``."""
+        folder = self.checkpoint_dir if self.checkpoint_dir is not None else pathlib.Path(self.out) / "runs"
+        return pathlib.Path(os.path.abspath(folder))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,13 +237,16 @@ def planned_runs(
     options: CompareOptions, arm: ArmProtocol, config: Config, groups: list[list[int]]
 ) -> tuple[PlannedRun, ...]:
     """A run per group of seeds, its figures cached as ``<out>/runs/<arm>-seed<first>[-<last>].json``; a resumable
-    arm's run saves its state beside it as it trains (``.ckpt``, removed when the run ends), so that the
-    comparison started again after a kill goes on from there."""
+    arm's run saves its state as it trains, under the same name in :attr:`CompareOptions.checkpoint_folder`
+    (``.ckpt``, removed when the run ends), so that the comparison started again after a kill, or the run retried
+    on another worker, goes on from there."""
     runs = []
     for group in groups:
         label = f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}"
         cache = pathlib.Path(options.out) / "runs" / f"{arm.name}-seed{label}.json"
-        checkpoint = str(cache.with_suffix(CHECKPOINT_SUFFIX)) if getattr(arm, "resumable", False) else None
+        checkpoint = None
+        if getattr(arm, "resumable", False):
+            checkpoint = str(options.checkpoint_folder / cache.with_suffix(CHECKPOINT_SUFFIX).name)
         runs.append(PlannedRun(config.replace(seed=group[0], num_seeds=len(group), checkpoint=checkpoint), cache))
     return tuple(runs)
 
@@ -254,8 +273,8 @@ def make_runs(plan: Plan, executor: Executor | None = None) -> list[reporting.Ar
     for planned, run, job in missing_jobs(plan, made):
         jobs.append(job)
         origins[job.key] = (planned.row.hyperparameters, run)
-        if plan.options.fresh and run.config.run.checkpoint:  # fresh: no run goes on from a killed one either
-            pathlib.Path(run.config.run.checkpoint).unlink(missing_ok=True)
+    if plan.options.fresh:  # no run goes on from a killed one either (a run sent ahead had its own cleared before)
+        executor.clear(checkpoints(plan, [job.key for job in jobs if not executor.submitted(job.key)]))
     if jobs:
         print(f"training {len(jobs)} run{'s' if len(jobs) > 1 else ''}: {describe_executor(executor)}", flush=True)
 
@@ -283,6 +302,15 @@ def finished_runs(plan: Plan, report: bool = False) -> dict[pathlib.Path, MadeRu
     return made
 
 
+def checkpoints(plan: Plan, keys: Sequence[str] | None = None) -> list[str]:
+    """The checkpoint files of the plan's resumable runs (of the runs whose task keys are ``keys``, if given)."""
+    paths = []
+    for planned, run, job in missing_jobs(plan, {}):
+        if run.config.run.checkpoint and (keys is None or job.key in keys):
+            paths.append(run.config.run.checkpoint)
+    return paths
+
+
 def missing_jobs(
     plan: Plan, made: dict[pathlib.Path, MadeRun] | None = None
 ) -> list[tuple[PlannedRow, PlannedRun, Job]]:
@@ -293,7 +321,7 @@ def missing_jobs(
         arm = planned.row.arm
         for run in planned.runs:
             if run.cache not in made:
-                key = job_key(run.cache, run.config.outcome_key())
+                key = job_key(run.cache, run.config.to_dict(), plan.options.models)
                 reference = arm.name if ARMS.is_installed(arm.name) else arm
                 label = f"{arm.name} {describe_seeds(run.seeds)}"
                 missing.append((planned, run, Job(key, reference, run.config, plan.options.models, label)))
@@ -316,8 +344,10 @@ def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun) -> 
     started; params, the host and worker that ran it, curve, finals, the best seed's model from its file) and
     the resume cache."""
     arm, result = get_arm(job.arm) if isinstance(job.arm, str) else job.arm, trained.result
+    retried = {RETRIED_TAG: ",".join(trained.lost_on)} if trained.lost_on else {}
     with tracking.tracked_run(
-        arm, planned.config, nested=True, started=trained.started, hyperparameters=origin, worker=trained.worker
+        arm, planned.config, nested=True, started=trained.started, hyperparameters=origin, worker=trained.worker,
+        **retried,
     ) as tracked:
         import mlflow
 
@@ -334,6 +364,8 @@ def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun) -> 
     saved = {"config": planned.config.outcome_key(), "model_uri": made.model_uri, "seeds": seeds}
     planned.cache.write_text(json.dumps(saved, indent=1))
     where = "" if trained.worker == LOCAL_WORKER else f" on {trained.host} ({trained.worker})"
+    if trained.lost_on:
+        where += f", run again after losing worker {' and '.join(trained.lost_on)}"
     print(f"  {job.label}: {result.wall_seconds:.1f} s{where}, {describe_rolling(made.seeds)}", flush=True)
     return made
 

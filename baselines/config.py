@@ -56,6 +56,15 @@ def check_at_least(name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"{name}={value!r} is out of range: expected an integer >= {minimum}")
 
 
+def check_folder(name: str, value: Any) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is a folder's path on a filesystem (no URL)."""
+    if not isinstance(value, str) or not value.strip() or "://" in value:
+        raise ValueError(
+            f"{name}={value!r} is not a folder's path: expected a path on a filesystem (absolute, or relative to "
+            "this command's folder); URLs are not supported"
+        )
+
+
 def check_fraction(name: str, value: Any) -> None:
     """``ValueError`` unless ``value`` is a number in ``[0, 1]``."""
     if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):

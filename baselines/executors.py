@@ -8,10 +8,12 @@ and the best seed's model file as bytes) wherever it runs. Only the driver write
 another worker after its first one died is logged once, and a SQLite store is never written by two processes.
 
 Dask's workers are spawned processes (never forks: JAX and forks do not mix); a task whose worker dies is
-rescheduled on another (Dask's ``distributed.scheduler.allowed-failures``); a task that raises is not retried:
-the others finish and :class:`RunsFailed` names it. Each worker's threads are pinned to its share of the cores
-(:func:`~doors_gym_baselines.runtime.worker_environment`), and a local cluster's workers share one JAX compilation
-cache for the command's life (a program one worker compiled, another loads: in one process, as ``local`` trains,
+rescheduled on another (Dask's ``distributed.scheduler.allowed-failures``), and the driver says so (:class:`Retries`)
+and tags the run's MLflow record; a task that raises is not retried: the others finish and :class:`RunsFailed`
+names it. Each worker's threads are pinned to its share of the cores: a local cluster's in its environment from its
+start (:func:`~doors_gym_baselines.runtime.worker_environment`), the workers at an address by the plugin the driver
+registers there (:class:`~doors_gym_baselines.worker_threads.WorkerThreads`). A local cluster's workers share one
+JAX compilation cache for the command's life (a program one worker compiled, another loads: in one process, as ``local`` trains,
 JAX compiles each program once anyway). Dask is the ``dask`` extra; nothing here imports it
 unless ``--executor dask`` is asked for.
 """
@@ -94,9 +96,13 @@ class Job:
     """The run as progress lines and errors name it: ``<arm> seed <n>``."""
 
 
-def job_key(cache: pathlib.Path, key: dict[str, Any]) -> str:
-    """A run's task key: its cache file's name and a digest of the config that decides its outcome."""
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def job_key(cache: pathlib.Path, config: dict[str, Any], models: bool) -> str:
+    """A run's task key: its cache file's name and a digest of everything that makes it this driver's run and no
+    other's: the driver's host, the cache file's absolute path (its ``--out``), the whole config (the checkpoint's
+    path included) and whether its model comes back. Two drivers with the same settings on one scheduler, in other
+    folders or on other hosts, never share a task."""
+    body = [socket.gethostname(), os.path.abspath(cache), config, models]
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return f"{cache.stem}-{digest}"
 
 
@@ -112,6 +118,8 @@ class Trained:
     started: float
     host: str
     worker: str
+    lost_on: tuple[str, ...] = ()
+    """The workers (addresses) that died while running it before this one finished it: set by the driver."""
 
 
 def train_job(job: Job) -> Trained:
@@ -174,6 +182,45 @@ Done = Callable[[Job, Trained], None]
 """What the driver does with each finished run (logs it to MLflow, caches it, prints a line)."""
 
 
+RETRIED_TAG = "doors_gym.retried_after"
+"""The tag of a run's MLflow record that Dask trained again after its worker died: the dead workers' addresses."""
+
+
+@dataclasses.dataclass
+class Retries:
+    """The driver's account of the runs whose worker died under them, from the scheduler's ``remove-worker`` events
+    (topic ``all``), by task key."""
+
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The label of each task this driver sent, by key (another driver's tasks are not ours to tell)."""
+    lost: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    """The addresses of the workers that died while running each task, by key, in order."""
+
+    def worker_removed(self, event: tuple[float, dict[str, Any]]) -> None:
+        """Notes a scheduler event (``(time, message)``); a worker removed while it ran our runs is said in a line
+        for each of them as it happens."""
+        _, message = event
+        if not isinstance(message, dict) or message.get("action") != "remove-worker":
+            return
+        address = str(message.get("worker"))
+        how = "left" if message.get("expected") else "died"
+        for key in message.get("processing-tasks", ()):
+            if key in self.labels:
+                self.lost.setdefault(key, []).append(address)
+                print(f"  {self.labels[key]}: worker {address} {how} while running it; Dask runs it again", flush=True)
+
+    def finished(self, key: str, trained: Trained) -> Trained:
+        """``trained`` with the workers that died under its task before (:attr:`Trained.lost_on`)."""
+        self.labels.pop(key, None)
+        return dataclasses.replace(trained, lost_on=tuple(self.lost.pop(key, ())))
+
+
+def unlink(paths: Sequence[str]) -> None:
+    """Removes the files at ``paths`` that exist."""
+    for path in paths:
+        pathlib.Path(path).unlink(missing_ok=True)
+
+
 class LocalExecutor:
     """Trains the jobs one after another in this process (``--executor local``, the default)."""
 
@@ -181,6 +228,14 @@ class LocalExecutor:
 
     def submit_ahead(self, jobs: Sequence[Job]) -> None:
         """Nothing to do ahead: the runs train when :meth:`run` gets them."""
+
+    def submitted(self, key: str) -> bool:
+        """Whether the run of ``key`` was sent ahead (never: nothing trains before :meth:`run`)."""
+        return False
+
+    def clear(self, paths: Sequence[str]) -> None:
+        """Removes the files at ``paths`` (stale checkpoints of a ``--fresh`` command)."""
+        unlink(paths)
 
     def run(self, jobs: Sequence[Job], done: Done) -> list[Failure]:
         failures = []
@@ -211,6 +266,7 @@ class DaskExecutor:
         self._cluster: Any = None
         self._ahead: dict[str, Any] = {}
         self._cache: str | None = None
+        self.retries = Retries()
 
     def client(self) -> Any:
         """The Dask client, connected on first use (starting the local cluster if there is no address)."""
@@ -233,17 +289,35 @@ class DaskExecutor:
                         threads_per_worker=1,
                         processes=True,
                         dashboard_address=None,
-                        silence_logs=40,  # logging.ERROR: a worker's restarts are told by the driver's own lines
+                        silence_logs=40,  # logging.ERROR: a run retried after its worker died is told by the driver
                         env=environment,
                     )
                 self._client = Client(self._cluster)
             else:
+                from .worker_threads import WorkerThreads
+
                 self._client = Client(self.address)
+                # The workers there were started by whoever started them: their threads are held here.
+                self._client.register_plugin(WorkerThreads())
+            self._client.subscribe_topic("all", self.retries.worker_removed)
         return self._client
 
     def submit(self, job: Job) -> Any:
         """``job`` sent to the cluster: its future."""
-        return self.client().submit(train_job, job, key=job.key, pure=False)
+        client = self.client()
+        self.retries.labels[job.key] = job.label
+        return client.submit(train_job, job, key=job.key, pure=False)
+
+    def submitted(self, key: str) -> bool:
+        """Whether the run of ``key`` was sent ahead (:meth:`submit_ahead`) and may be training now."""
+        return key in self._ahead
+
+    def clear(self, paths: Sequence[str]) -> None:
+        """Removes the files at ``paths`` here and on every worker (a worker's own disk holds what it wrote where
+        the folder is not shared)."""
+        if paths:
+            unlink(paths)
+            self.client().run(unlink, list(paths))
 
     def submit_ahead(self, jobs: Sequence[Job]) -> None:
         """Sends ``jobs`` to the cluster now, so that its workers stay busy while the driver records what came
@@ -269,7 +343,7 @@ class DaskExecutor:
                 if future.status == "error":
                     failures.append(failed(job, future.exception()))
                     continue
-                done(job, future.result())
+                done(job, self.retries.finished(job.key, future.result()))
         finally:
             client.cancel(list(futures))  # nothing left running after Ctrl-C or an error of the driver's own
         return failures
@@ -278,6 +352,7 @@ class DaskExecutor:
         """Disconnects; stops the local cluster's workers if this executor started them."""
         self._ahead.clear()
         if self._client is not None:
+            self._client.unsubscribe_topic("all")  # the scheduler would tell a closed client of its own leaving
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()

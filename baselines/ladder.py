@@ -27,9 +27,9 @@ from doors_gym.levels import LEVEL_NAMES
 from . import tracking
 from .arms import ARMS
 from . import compare as comparison  # looked up when a level runs (a test's stand-in for compare reaches it)
-from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, load_cached, missing_jobs
+from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, checkpoints, load_cached, missing_jobs
 from .compare import plan as plan_comparison
-from .config import RunSettings, check_at_least, check_choice, field
+from .config import RunSettings, check_at_least, check_choice, check_folder, field
 from .executors import Executor
 from .levels import TrainingLevel
 from .presets import SHARED
@@ -49,6 +49,12 @@ class LadderOptions:
     first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seeds 0-9, so {FIRST_SEED} and up)")
     quick: bool = field(False, f"one seed per level, {QUICK_STEPS} env steps each (a smoke run of the ladder)")
     out: str = field("out/ladder", "folder for the ladder's table and plot, and each level's comparison")
+    checkpoint_dir: str | None = field(
+        None,
+        "folder of the resumable runs' checkpoints (flax-scan's), a level's under <checkpoint-dir>/<level>, one "
+        "every worker reaches at the same path (a shared filesystem) so that a run retried on another host goes on "
+        "from its last segment (default: each level's <out>/<level>/runs); made absolute here",
+    )
     tracking_uri: str | None = field(
         None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
     )
@@ -67,6 +73,8 @@ class LadderOptions:
         for level in self.levels:
             check_choice("levels", level, LEVEL_NAMES)
         check_at_least("seeds", self.seeds, 1)
+        if self.checkpoint_dir is not None:
+            check_folder("checkpoint_dir", self.checkpoint_dir)
 
     def level_options(self, level: str) -> CompareOptions:
         """The comparison at ``level``: the ladder's arms and seeds, the level's shared preset, its own folder."""
@@ -77,6 +85,7 @@ class LadderOptions:
             seeds=1 if self.quick else self.seeds,
             first_seed=self.first_seed,
             out=str(pathlib.Path(self.out) / level),
+            checkpoint_dir=None if self.checkpoint_dir is None else str(pathlib.Path(self.checkpoint_dir) / level),
             tracking_uri=self.tracking_uri,
             experiment=self.experiment,
             models=self.models,
@@ -253,9 +262,10 @@ def ladder(options: LadderOptions, run: RunSettings | None = None, executor: Exe
     rows: list[LadderRow] = []
     rungs = [(level_options, level_options.training_level(run)) for level_options in plan(options)]
     if executor is not None and not options.report_only:  # a cluster's workers start on every level's runs at once
-        executor.submit_ahead(
-            [job for rung in rungs for *_, job in missing_jobs(plan_comparison(rung[0], run, rung[1]))]
-        )
+        levels = [plan_comparison(level_options, run, level) for level_options, level in rungs]
+        if options.fresh:  # before anything is sent: no run may go on from a killed run's checkpoint
+            executor.clear([path for level in levels for path in checkpoints(level)])
+        executor.submit_ahead([job for level in levels for *_, job in missing_jobs(level)])
     for level_options, level in rungs:
         print(f"== level {level.name} ({level.env_id} and its JAX twin)", flush=True)
         if options.report_only:

@@ -9,7 +9,9 @@ Nothing here runs at import or while a parser is built: a command (``train``, ``
 - torch's intra-op threads (:func:`torch_threads`): set for a torch arm's run, put back after;
 - JAX's persistent compilation cache (:func:`jax_compilation_cache`): set for a JAX arm's run, put back after;
 - MLflow's environment (:func:`mlflow_environment`): no telemetry (nothing here may use the network) and
-  no per-download progress bars, for the command, put back after.
+  no per-download progress bars, for the command, put back after;
+- a worker process's threads (:func:`worker_environment`), given to the processes a command starts (a local
+  cluster's, a tuning worker's) and set by a Dask worker itself (:mod:`~doors_gym_baselines.worker_threads`).
 
 Plots draw on figures of their own (``matplotlib.figure.Figure``), so no backend is ever chosen for the
 process.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 FORCE_FLAG = "xla_force_host_platform_device_count"
 JAX_CACHE_VARIABLE = "DOORS_GYM_JAX_CACHE"
@@ -55,7 +57,7 @@ def prepare_host_devices() -> bool:
     ``jax_num_cpu_devices`` or ``--xla_force_host_platform_device_count``) and a process whose backends
     already run. It only concerns the CPU platform: on a GPU the devices are the GPUs.
     """
-    if "JAX_NUM_CPU_DEVICES" in os.environ or FORCE_FLAG in os.environ.get("XLA_FLAGS", ""):
+    if "JAX_NUM_CPU_DEVICES" in os.environ or device_count_flagged(os.environ):
         return False
     if sys.modules.get("jax") is None:  # not imported yet (or blocked: then nothing reads the variable)
         os.environ["JAX_NUM_CPU_DEVICES"] = str(available_cores())
@@ -69,28 +71,63 @@ def prepare_host_devices() -> bool:
     return True
 
 
-XLA_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={threads}"
-"""XLA's CPU thread pool held to ``threads`` (a worker's share of the cores)."""
+XLA_THREAD_FLAGS = ("--xla_cpu_multi_thread_eigen=false",)
+"""XLA's flags for a worker held to its share of the cores: Eigen's products and convolutions on one thread. The size
+of XLA's CPU thread pool is no flag: it is :data:`XLA_POOL_VARIABLE`."""
+XLA_POOL_VARIABLE = "NPROC"
+"""The threads of XLA's CPU pool (``tf_XLAEigen``), read when JAX's CPU backend starts; without it one per core. The
+pool never has fewer threads than JAX has CPU devices (measured with jaxlib 0.10: ``NPROC=1`` gives one thread, three
+with three devices)."""
+WORKER_THREADS_VARIABLE = "DOORS_GYM_WORKER_THREADS"
+"""Set in a worker's environment by :func:`worker_environment`: the cores it may use."""
 
 
-def worker_environment(threads: int) -> dict[str, str]:
-    """The environment of a worker process that runs on ``threads`` cores of a machine it shares with others
-    (a Dask worker): OpenMP's and BLAS's threads (torch's intra-op pool starts from them), XLA's CPU threads and
-    JAX's CPU devices, all held to ``threads``; XLA flags the user set are kept, after ours."""
+def flag_name(token: str) -> str:
+    """The name of an ``XLA_FLAGS`` token: ``--xla_dump_to=/tmp/x`` is ``xla_dump_to``."""
+    return token.lstrip("-").split("=", 1)[0]
+
+
+def device_count_flagged(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ``'s ``XLA_FLAGS`` set JAX's CPU devices (``--xla_force_host_platform_device_count``)."""
+    return any(flag_name(token) == FORCE_FLAG for token in environ.get("XLA_FLAGS", "").split())
+
+
+def xla_flags(flags: Sequence[str], user: str) -> str:
+    """``XLA_FLAGS`` of ``flags`` followed by the user's ``user`` flags, these kept as they are; a flag the user set
+    is not added again (theirs stays).
+
+    XLA's parser stops at the first token without its leading ``--`` and drops every flag after it, silently: ours
+    are real flags, each with its dashes, and come first, so that nothing of the user's can hide them.
+    """
+    for flag in flags:
+        if not flag.startswith("--") or "=" not in flag:
+            raise ValueError(
+                f"XLA flag {flag!r} is not --NAME=VALUE: XLA's parser would stop at it and drop every flag after it"
+            )
+    tokens = user.split()
+    named = {flag_name(token) for token in tokens}
+    return " ".join([*(flag for flag in flags if flag_name(flag) not in named), *tokens])
+
+
+def worker_environment(threads: int, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables of a worker process that runs on ``threads`` cores of a machine it shares with others (a Dask
+    worker, a tuning worker), over ``environ`` (default: this process's): OpenMP's and BLAS's threads (torch's
+    intra-op pool starts from them), XLA's CPU pool (:data:`XLA_POOL_VARIABLE`) and flags (:func:`xla_flags`: the
+    user's kept) and JAX's CPU devices, all held to ``threads``; a device count the user's ``XLA_FLAGS`` set is
+    left to them."""
+    environ = os.environ if environ is None else environ
     count = str(threads)
-    flags = " ".join(part for part in (XLA_THREAD_FLAGS.format(threads=count), os.environ.get("XLA_FLAGS", "")) if part)
-    return {
+    environment = {
         "OMP_NUM_THREADS": count,
         "MKL_NUM_THREADS": count,
         "OPENBLAS_NUM_THREADS": count,
-        "JAX_NUM_CPU_DEVICES": count,
-        "XLA_FLAGS": flags,
+        XLA_POOL_VARIABLE: count,
+        "XLA_FLAGS": xla_flags(XLA_THREAD_FLAGS, environ.get("XLA_FLAGS", "")),
         WORKER_THREADS_VARIABLE: count,
     }
-
-
-WORKER_THREADS_VARIABLE = "DOORS_GYM_WORKER_THREADS"
-"""Set in a worker's environment by :func:`worker_environment`: the cores it may use."""
+    if not device_count_flagged(environ):
+        environment["JAX_NUM_CPU_DEVICES"] = count
+    return environment
 
 
 @contextlib.contextmanager

@@ -37,6 +37,7 @@ class Checkpoint:
         self.path = pathlib.Path(path)
         self.fingerprint = fingerprint
         self.matches = matches or (lambda saved: saved == fingerprint)
+        self.unwritable = False
 
     def load(self) -> dict[str, Any] | None:
         """The state saved for this fingerprint, or None (no file, or one that is another run's or unreadable:
@@ -59,14 +60,23 @@ class Checkpoint:
         return saved["state"]
 
     def save(self, state: dict[str, Any]) -> None:
-        """Writes ``state`` (made of NumPy arrays and picklable records) in place of the last one, atomically."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Writes ``state`` (made of NumPy arrays and picklable records) in place of the last one, atomically. A
+        folder this process cannot write (a driver's path that a worker on another host lacks) is said on stderr
+        once, and the run goes on without saving."""
+        if self.unwritable:
+            return
         partial = self.path.with_name(self.path.name + ".partial")
-        with partial.open("wb") as handle:
-            pickle.dump({"format": FORMAT, "fingerprint": self.fingerprint, "state": state}, handle, protocol=5)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with partial.open("wb") as handle:
+                pickle.dump({"format": FORMAT, "fingerprint": self.fingerprint, "state": state}, handle, protocol=5)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(partial, self.path)
+        except OSError as error:
+            self.unwritable = True
+            print(f"checkpoint {self.path} cannot be written ({error!r}): the run goes on without saving",
+                  file=sys.stderr, flush=True)  # fmt: skip
 
     def remove(self) -> None:
         """Deletes the file (the run it resumes has ended)."""

@@ -79,7 +79,7 @@ def test_dask_gives_the_local_figures_and_logs_host_and_worker(tmp_path: pathlib
 
 
 @pytest.mark.slow
-def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pathlib.Path) -> None:
+def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pathlib.Path, capsys) -> None:
     options = tiny(tmp_path, "out", total_steps=30_000, eval_every=10_000)
     killed: list[str] = []
     with open_executor(ExecutorOptions("dask", workers=2)) as executor:
@@ -106,6 +106,170 @@ def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pat
     assert sorted((run.info.run_name, run.info.status) for run in runs) == [
         ("torch-numpy-seed100", "FINISHED"), ("torch-numpy-seed101", "FINISHED")]  # fmt: skip
     assert [row.seeds for row in outcome.rows] == [2]
+    retried = [run for run in runs if executors.RETRIED_TAG in run.data.tags]
+    assert [run.data.tags[executors.RETRIED_TAG] for run in retried] == killed  # the killed one's run, alone
+    printed = capsys.readouterr().out
+    seed = retried[0].data.tags["seeds"]
+    assert f"torch-numpy seed {seed}: worker {killed[0]} died while running it; Dask runs it again" in printed
+    assert printed.count(f"run again after losing worker {killed[0]}") == 1
+
+
+def test_the_driver_tells_each_run_whose_worker_died_and_marks_it_retried(capsys) -> None:
+    retries = executors.Retries()
+    retries.labels["ours"] = "torch-numpy seed 100"
+    retries.worker_removed((0.0, {"action": "add-worker", "worker": "tcp://10.0.0.2:4001"}))
+    removed = {"action": "remove-worker", "worker": "tcp://10.0.0.2:4001", "processing-tasks": {"ours", "theirs"}}
+    retries.worker_removed((1.0, {**removed, "expected": False}))
+    assert capsys.readouterr().out == (
+        "  torch-numpy seed 100: worker tcp://10.0.0.2:4001 died while running it; Dask runs it again\n")  # fmt: skip
+    trained = executors.Trained(None, [], None, None, 0.0, "host-b", "1")
+    assert retries.finished("ours", trained).lost_on == ("tcp://10.0.0.2:4001",)
+    assert retries.finished("theirs", trained).lost_on == ()  # another driver's task
+    assert not retries.lost and not retries.labels
+
+
+def test_the_task_key_tells_two_drivers_apart(tmp_path: pathlib.Path, monkeypatch) -> None:
+    def keys(**values) -> list[str]:
+        planned = compare.plan(tiny(tmp_path, "out", **values))
+        return [job.key for *_, job in compare.missing_jobs(planned, {})]
+
+    same = keys()
+    assert keys() == same and len(set(same)) == 2 and same[0].startswith("torch-numpy-seed100-")
+    assert set(keys(out=str(tmp_path / "other"))).isdisjoint(same)  # another driver's folder
+    assert set(keys(models=True)).isdisjoint(same)  # another driver's models come back
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    relative = keys(out="out")
+    monkeypatch.chdir(tmp_path / "b")
+    assert set(keys(out="out")).isdisjoint(relative)  # the same relative --out from two folders
+
+
+def test_checkpoints_go_to_an_absolute_folder_and_a_url_is_refused(tmp_path: pathlib.Path, monkeypatch) -> None:
+    needs("flax")
+    from doors_gym_baselines.ladder import LadderOptions
+
+    monkeypatch.chdir(tmp_path)
+
+    def checkpoint(**values) -> str:
+        planned = compare.plan(compare.CompareOptions(arms=("flax-scan",), seeds=1, **values))
+        return planned.rows[0].runs[0].config.run.checkpoint
+
+    assert checkpoint(out="out") == str(tmp_path / "out" / "runs" / "flax-scan-seed100.ckpt")  # not a worker's cwd
+    assert checkpoint(out="out", checkpoint_dir="shared") == str(tmp_path / "shared" / "flax-scan-seed100.ckpt")
+    level = LadderOptions(levels=("Random",), checkpoint_dir="shared").level_options("Random")
+    assert level.checkpoint_folder == tmp_path / "shared" / "Random"
+    with pytest.raises(ValueError, match=r"checkpoint_dir='s3://bucket/runs' is not a folder's path: .*URLs are not"):
+        compare.CompareOptions(checkpoint_dir="s3://bucket/runs")
+    with pytest.raises(ValueError, match=r"checkpoint_dir='' is not a folder's path"):
+        LadderOptions(checkpoint_dir="")
+
+
+class Sent(Exception):
+    """Stops a command once it has sent its runs."""
+
+
+class Recorder(executors.LocalExecutor):
+    """A local executor that notes what it is asked, and whether the stale checkpoint is there at each step."""
+
+    def __init__(self, stale: pathlib.Path, ahead: bool = False) -> None:
+        self.stale, self.ahead, self.calls = stale, ahead, []
+
+    def clear(self, paths) -> None:
+        super().clear(paths)
+        self.calls.append(("clear", list(paths)))
+
+    def submit_ahead(self, jobs) -> None:
+        self.calls.append(("submit_ahead", len(jobs), self.stale.exists()))
+
+    def submitted(self, key: str) -> bool:
+        return self.ahead
+
+    def run(self, jobs, done):
+        raise Sent
+
+
+def test_a_fresh_ladder_clears_the_checkpoints_before_it_sends_a_run(tmp_path: pathlib.Path, monkeypatch) -> None:
+    needs("flax")
+    from doors_gym_baselines import ladder
+
+    options = ladder.LadderOptions(arms=("flax-scan",), levels=("study",), quick=True, fresh=True,
+                                   out=str(tmp_path / "ladder"))  # fmt: skip
+    stale = tmp_path / "ladder" / "study" / "runs" / "flax-scan-seed100.ckpt"  # a killed ladder's run
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"a killed run's state")
+    recorder = Recorder(stale)
+    monkeypatch.setattr(ladder.comparison, "compare", lambda *args: (_ for _ in ()).throw(Sent()))
+    with pytest.raises(Sent):
+        ladder.ladder(options, RunSettings(quiet=True), recorder)
+    assert recorder.calls == [("clear", [str(stale)]), ("submit_ahead", 1, False)]
+    # A level's comparison then leaves alone the checkpoint of a run sent ahead: it may be training by now.
+    stale.write_bytes(b"the state of the run sent ahead")
+    ahead = Recorder(stale, ahead=True)
+    with pytest.raises(Sent):
+        compare.make_runs(compare.plan(options.level_options("study"), RunSettings(quiet=True)), ahead)
+    assert ahead.calls == [("clear", [])] and stale.exists()
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NPROC", "JAX_NUM_CPU_DEVICES")
+
+
+def thread_settings(libraries: bool) -> dict:
+    """A worker's thread settings: its variables and NumPy's BLAS pool; with ``libraries``, torch's threads and JAX's
+    devices and XLA pool threads as a task that imports them finds them."""
+    import numpy  # noqa: F401  # its BLAS, as any run loads it
+    import threadpoolctl
+
+    blas = [pool["num_threads"] for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"]
+    found = {"environ": {name: os.environ.get(name) for name in (*THREAD_VARIABLES, "XLA_FLAGS")}, "blas": blas}
+    if libraries:
+        import jax
+        import jax.numpy as jnp
+        import torch
+
+        jax.jit(lambda x: x @ x)(jnp.ones((64, 64))).block_until_ready()
+        tasks = pathlib.Path("/proc/self/task")
+        pool = [task for task in tasks.iterdir() if (task / "comm").read_text().startswith("tf_XLAEigen")]
+        found.update(torch=torch.get_num_threads(), devices=jax.device_count(), pool=len(pool))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setup", ["plugin", "preload"])
+def test_a_worker_started_without_the_drivers_environment_gets_its_threads_from_the_cluster(
+    tmp_path: pathlib.Path, monkeypatch, setup: str
+) -> None:
+    import cloudpickle
+    import dask
+    from distributed import Client, LocalCluster
+
+    from doors_gym_baselines.runtime import available_cores
+    from doors_gym_baselines.worker_threads import WorkerThreads
+
+    if available_cores() < 2 or not pathlib.Path("/proc/self/task").is_dir():
+        pytest.skip("one thread a worker is every library's default on one core; the pool is read in /proc")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers never import this test module
+    for name in (*THREAD_VARIABLES, "DOORS_GYM_WORKER_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    dump = tmp_path / "dump"
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_dump_to={dump}")  # the user's flag, read back by XLA in the worker
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    # As `dask worker --no-nanny` starts one, or a nanny whose configuration sets no threads: nothing limits them,
+    # but the plugin the driver registers, or the preload the worker was started with.
+    preload = ["doors_gym_baselines.worker_threads"] if setup == "preload" else []
+    with dask.config.set({executors.SPAWN_ENVIRONMENT: {}}):
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=40, preload=preload)  # fmt: skip
+    with cluster, Client(cluster) as client:
+        if setup == "plugin":
+            (before,) = client.run(thread_settings, False).values()
+            assert before["environ"]["OMP_NUM_THREADS"] is None and before["blas"][0] > 1
+            client.register_plugin(WorkerThreads())
+        (after,) = client.run(thread_settings, True).values()
+    flags = f"--xla_cpu_multi_thread_eigen=false --xla_dump_to={dump}"  # ours, then the user's
+    assert after["environ"] == {**{name: "1" for name in THREAD_VARIABLES}, "XLA_FLAGS": flags}
+    assert (after["blas"], after["torch"], after["devices"], after["pool"]) == ([1], 1, 1, 1)
+    assert any(dump.iterdir()), "XLA never read the user's --xla_dump_to"
 
 
 def failing_train(config, trial=None, arm=None):
@@ -151,6 +315,10 @@ def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pat
                    "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--quiet", "--executor", "dask",
                    "--address", address]  # fmt: skip
         done = subprocess.run(command, env=ENV, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        from distributed import Client
+
+        with Client(address) as client:  # the workers started by hand got their threads from the driver's plugin
+            pools = client.run(lambda: os.environ.get("NPROC"))
     finally:
         for process in (worker, scheduler):
             if process is not None:
@@ -161,6 +329,7 @@ def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pat
     assert "registered as version 1 of doors-torch-numpy@champion" in done.stdout
     rows = (tmp_path / "out" / "compare_seeds.csv").read_text().splitlines()[1:]
     assert len(rows) == 2 and all(not row.endswith(",local") for row in rows)
+    assert list(pools.values()) == ["1", "1"]
 
 
 def default_sigint() -> None:

@@ -137,6 +137,19 @@ def test_an_unreadable_checkpoint_is_said_and_the_run_starts_afresh(tmp_path, ca
     assert f"checkpoint {path} cannot be read" in capsys.readouterr().err
 
 
+def test_a_checkpoint_that_cannot_be_written_is_said_once_and_the_run_goes_on(tmp_path, capsys) -> None:
+    from doors_gym_baselines.harness.checkpoint import Checkpoint
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")  # a folder this worker cannot make: a driver's path another host lacks behaves alike
+    checkpoint = Checkpoint(blocked / "runs" / "run.ckpt", fingerprint="run")
+    checkpoint.save({"first": 1})
+    checkpoint.save({"first": 2})
+    said = capsys.readouterr().err
+    assert said.count(f"checkpoint {checkpoint.path} cannot be written") == 1 and "goes on without saving" in said
+    assert checkpoint.load() is None
+
+
 def test_an_arm_that_cannot_resume_refuses_a_checkpoint() -> None:
     from doors_gym_baselines.arms import get_arm
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from stacks import needs
 
 BASELINES = pathlib.Path(__file__).resolve().parents[2] / "baselines"
@@ -89,3 +91,54 @@ def test_the_mlflow_environment_is_the_commands_and_leaves_the_users_alone(monke
         assert os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] == "true"
     assert "MLFLOW_DISABLE_TELEMETRY" not in os.environ
     assert os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] == "true"
+
+
+def test_xla_flags_are_real_flags_and_keep_every_flag_of_the_users():
+    from doors_gym_baselines import runtime
+
+    user = "--xla_force_host_platform_device_count=3"
+    assert runtime.xla_flags(runtime.XLA_THREAD_FLAGS, user) == f"--xla_cpu_multi_thread_eigen=false {user}"
+    mine = "--xla_cpu_multi_thread_eigen=true --xla_dump_to=/tmp/dump"
+    assert runtime.xla_flags(runtime.XLA_THREAD_FLAGS, mine) == mine  # the user's setting, once
+    built = runtime.worker_environment(2, {"XLA_FLAGS": user})["XLA_FLAGS"].split()
+    assert built[-1] == user and all(token.startswith("--") and "=" in token for token in built)
+    with pytest.raises(ValueError, match=r"'intra_op_parallelism_threads=2' is not --NAME=VALUE"):
+        runtime.xla_flags(("intra_op_parallelism_threads=2",), user)
+
+
+XLA_PROBE = textwrap.dedent(
+    """
+    import json, os
+    import jax, jax.numpy as jnp
+    jax.jit(lambda x: x @ x)(jnp.ones((64, 64))).block_until_ready()
+    names = [open(f"/proc/self/task/{task}/comm").read() for task in os.listdir("/proc/self/task")]
+    pool = [name for name in names if name.startswith("tf_XLAEigen")]
+    print(json.dumps({"devices": jax.device_count(), "pool": len(pool)}))
+    """
+)
+
+
+def xla_in_a_worker(user_flags: str | None) -> dict:
+    """JAX's CPU devices and XLA's pool threads in a fresh process given a one-core worker's environment over the
+    user's ``XLA_FLAGS``."""
+    from doors_gym_baselines import runtime
+
+    names = ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES", runtime.XLA_POOL_VARIABLE)
+    env = {key: value for key, value in os.environ.items() if key not in names}
+    env["JAX_PLATFORMS"] = "cpu"
+    if user_flags is not None:
+        env["XLA_FLAGS"] = user_flags
+    env.update(runtime.worker_environment(1, env))
+    done = subprocess.run([sys.executable, "-c", XLA_PROBE], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_workers_xla_flags_reach_xla_with_the_users_flag_intact():
+    needs("jax")
+    if not pathlib.Path("/proc/self/task").is_dir():
+        pytest.skip("reads the threads' names in /proc")
+    # A flag XLA's parser never reached (after a token without its "--") would leave the one device of the worker.
+    assert xla_in_a_worker("--xla_force_host_platform_device_count=3")["devices"] == 3
+    # Without it, the worker's share: one device, and XLA's pool held to one thread (one per core without it).
+    assert xla_in_a_worker(None) == {"devices": 1, "pool": 1}
