@@ -27,7 +27,7 @@ LAYERS = (
     ("levels",),
     ("serving", "pyfunc_entry"),
     ("tracking",),
-    ("reporting", "tuning", "enjoy", "executors"),
+    ("reporting", "tuning", "enjoy", "executors", "worker_threads"),
     ("compare",),
     ("ladder",),
     ("cli", "__main__"),
