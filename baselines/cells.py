@@ -46,11 +46,17 @@ def input_width(params: DoorsParams | None) -> int:
     return 2 + door_count(params)
 
 
-def num_inputs(params: DoorsParams, relative: bool = False) -> int:
-    """Inputs of the first layer: the agent's and the goal's planes (``2 * H * W``), and where the doors are
-    random one plane of open columns per wall (``n_walls * W``); with ``relative`` (the hyperparameter
-    ``relative_inputs``) the planes of :class:`RelativeRows` after those."""
-    rows = relative_rows(params)  # its first row follows the absolute planes
+def cell_rows(params: DoorsParams, cell_planes: bool = True) -> int:
+    """First-layer rows of the agent's and the goal's one-hot cell planes: ``2 * H * W``, or none without them
+    (the hyperparameter ``cell_planes``: the relative rows alone then say where the agent and the goal are)."""
+    return 2 * params.num_cells if cell_planes else 0
+
+
+def num_inputs(params: DoorsParams, relative: bool = False, cell_planes: bool = True) -> int:
+    """Inputs of the first layer: the agent's and the goal's planes (``2 * H * W``, unless not ``cell_planes``), and
+    where the doors are random one plane of open columns per wall (``n_walls * W``); with ``relative`` (the
+    hyperparameter ``relative_inputs``) the planes of :class:`RelativeRows` after those."""
+    rows = relative_rows(params, cell_planes)  # its first row follows the absolute planes
     return rows.end if relative else rows.agent_row
 
 
@@ -68,15 +74,16 @@ class RelativeRows(NamedTuple):
     end: int
 
 
-def relative_rows(params: DoorsParams) -> RelativeRows:
-    """The :class:`RelativeRows` of ``params``, after its absolute planes.
+def relative_rows(params: DoorsParams, cell_planes: bool = True) -> RelativeRows:
+    """The :class:`RelativeRows` of ``params``, after its absolute planes (the cell planes unless not
+    ``cell_planes``, then the door planes).
 
     Which way the goal's column and each door lie is then one row each, and the agent's row and column are shared
     by the cells of a row or column, where the one-hot cell planes give them only as relations the network must
     learn cell by cell (measured at ``31x31``: ``benchmarks/results/ladder/probes/exploration/``).
     """
     walls = params.n_walls * params.width if params.random_doors else 0
-    agent_row = 2 * params.num_cells + walls
+    agent_row = cell_rows(params, cell_planes) + walls
     agent_col = agent_row + params.height
     span = 2 * params.width - 1
     goal = agent_col + params.width + params.width - 1
@@ -84,11 +91,11 @@ def relative_rows(params: DoorsParams) -> RelativeRows:
     return RelativeRows(agent_row, agent_col, goal, doors, agent_col + params.width + span * (1 + door_count(params)))
 
 
-def door_offsets(params: DoorsParams) -> tuple[int, ...]:
+def door_offsets(params: DoorsParams, cell_planes: bool = True) -> tuple[int, ...]:
     """The first-layer row of column 0 of each door column in the input (``door_count`` of them, wall by wall)."""
     if not params.random_doors:
         return ()
-    first = 2 * params.num_cells
+    first = cell_rows(params, cell_planes)
     return tuple(first + wall * params.width for wall in range(params.n_walls) for _ in range(params.n_doors))
 
 
@@ -124,21 +131,24 @@ def planes(
     inputs: int | None = None,
     relative: RelativeRows | None = None,
     grid_width: int = 0,
+    cell_planes: bool = True,
 ) -> np.ndarray:
     """The one-hot planes, float32 ``(..., inputs)`` (default ``2 * H * W``), that the first layer is defined over.
 
     ``offsets`` are :func:`door_offsets` where the input carries door columns; ``relative`` the
-    :func:`relative_rows` (with the grid's ``grid_width``) where the network also reads the relative inputs. The
-    networks never build them (they add weight rows); the reference update in the tests does.
+    :func:`relative_rows` (with the grid's ``grid_width``) where the network also reads the relative inputs;
+    without ``cell_planes`` the agent's and the goal's cell planes are left out. The networks never build them
+    (they add weight rows); the reference update in the tests does.
     """
     width = 2 + len(offsets)
     flat = np.asarray(cells).reshape(-1, width).astype(np.intp)
     size = inputs or 2 * num_cells
     rows = np.arange(len(flat))
     out = np.zeros((len(flat), size), dtype=np.float32)
-    out[rows, flat[:, 0]] = 1.0
     visible = flat[:, 1] != HIDDEN
-    out[rows[visible], num_cells + flat[visible, 1]] = 1.0
+    if cell_planes:
+        out[rows, flat[:, 0]] = 1.0
+        out[rows[visible], num_cells + flat[visible, 1]] = 1.0
     for index, offset in enumerate(offsets):
         out[rows, offset + flat[:, 2 + index]] = 1.0
     if relative is not None:

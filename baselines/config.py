@@ -120,6 +120,12 @@ class Hyperparameters:
         "the network also reads the agent's row and column, and the goal's and each door's column relative to the "
         "agent's (one input each, where the cell planes give them only as relations learned cell by cell)",
     )
+    cell_planes: bool = field(
+        True,
+        "the first layer reads the agent's and the goal's one-hot cell planes (2 * H * W rows); False: the relative "
+        "inputs alone say where they are (needs relative_inputs), so the first layer, its gradient, optimizer state "
+        "and target copy grow with the grid's side, not its area",
+    )
     dueling: bool = field(
         False,
         "dueling heads: Q = V + A - mean(A), a state value and the actions' advantages from the last hidden layer "
@@ -190,9 +196,14 @@ class Hyperparameters:
         norm = self.max_grad_norm
         if isinstance(norm, bool) or not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
             raise ValueError(f"max_grad_norm={norm!r} is out of range: expected a finite number >= 0 (0: no clipping)")
-        for name in ("double_dqn", "relative_inputs", "dueling", "layer_norm"):
+        for name in ("double_dqn", "relative_inputs", "cell_planes", "dueling", "layer_norm"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: expected True or False")
+        if not self.cell_planes and not self.relative_inputs:
+            raise ValueError(
+                "cell_planes=False needs relative_inputs=True: without the cell planes only the relative inputs say "
+                "where the agent and the goal are"
+            )
         sizes = self.hidden_sizes
         if not sizes or any(isinstance(width, bool) or not isinstance(width, int) or width < 1 for width in sizes):
             raise ValueError(f"hidden_sizes={sizes!r} is invalid: expected one or more integers >= 1")
@@ -207,7 +218,7 @@ class Hyperparameters:
         if self.max_grad_norm > 0:
             extras.append(f"gradient norm clipped at {self.max_grad_norm:g}")
         if self.relative_inputs:
-            extras.append("relative inputs")
+            extras.append("relative inputs" if self.cell_planes else "relative inputs alone (no cell planes)")
         if self.dueling:
             extras.append("dueling heads")
         if self.layer_norm:

@@ -11,6 +11,7 @@ also the fully jitted arm's (``dqn_flax_scan.py``) and its lanes' (:class:`Knobs
 from __future__ import annotations
 
 import functools
+import operator
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -46,7 +47,8 @@ class QNetwork(nn.Module):
     ``num_inputs`` rows and the layer also adds, per door, the row ``door_offsets[k] + column``. With
     ``relative`` (:class:`~doors_gym_baselines.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also
     adds the rows of the agent's row and column and of the goal's and each door's column relative to the agent's
-    (``grid_width`` columns).
+    (``grid_width`` columns); without ``cell_planes`` (the hyperparameter) it adds those alone, not the agent's and
+    the goal's cell rows.
     With ``layer_norm`` every hidden layer's sum goes through a LayerNorm of its own before its ReLU.
     """
 
@@ -59,6 +61,7 @@ class QNetwork(nn.Module):
     grid_width: int = 0
     dueling: bool = False
     layer_norm: bool = False
+    cell_planes: bool = True
 
     @nn.compact
     def __call__(self, cells: jax.Array) -> jax.Array:
@@ -68,14 +71,16 @@ class QNetwork(nn.Module):
         kernel = self.param("planes_kernel", nn.initializers.lecun_normal(), (inputs, width))
         bias = self.param("planes_bias", nn.initializers.zeros_init(), (width,))
         agent, goal = cells[:, 0].astype(jnp.int32), cells[:, 1].astype(jnp.int32)
-        rows = jnp.take(kernel, agent, axis=0)  # jnp.take: params restored from a file are NumPy arrays
-        goal_rows = jnp.take(kernel, self.num_cells + jnp.maximum(goal, 0), axis=0)
-        features = rows + jnp.where((goal >= 0)[:, None], goal_rows, 0.0)
+        parts = []  # jnp.take: params restored from a file are NumPy arrays
+        if self.cell_planes:
+            goal_rows = jnp.take(kernel, self.num_cells + jnp.maximum(goal, 0), axis=0)
+            parts.append(jnp.take(kernel, agent, axis=0) + jnp.where((goal >= 0)[:, None], goal_rows, 0.0))
         if self.door_offsets:
             doors = cells[:, 2:].astype(jnp.int32) + jnp.asarray(self.door_offsets, jnp.int32)
-            features = features + jnp.take(kernel, doors, axis=0).sum(axis=1)
+            parts.append(jnp.take(kernel, doors, axis=0).sum(axis=1))
         if self.relative is not None:
-            features = features + self.relative_features(kernel, cells, agent, goal)
+            parts.append(self.relative_features(kernel, cells, agent, goal))
+        features = functools.reduce(operator.add, parts)
         features = nn.relu(self.normalized(features + bias))
         for hidden in self.hidden_sizes[1:]:
             features = nn.relu(self.normalized(nn.Dense(hidden)(features)))
@@ -357,16 +362,18 @@ class FlaxLearner(FlaxPolicy):
 
 def make_network(config: DQNConfig) -> QNetwork:
     """The config's Q-network (with the relative inputs where ``relative_inputs``)."""
-    params, relative = config.params, config.hyperparameters.relative_inputs
+    params, hyper = config.params, config.hyperparameters
+    relative, planes = hyper.relative_inputs, hyper.cell_planes
     return QNetwork(
-        tuple(config.hyperparameters.hidden_sizes),
+        tuple(hyper.hidden_sizes),
         params.num_cells,
-        door_offsets=door_offsets(params),
-        num_inputs=num_inputs(params, relative) if params.random_doors or relative else None,
-        relative=relative_rows(params) if relative else None,
+        door_offsets=door_offsets(params, planes),
+        num_inputs=num_inputs(params, relative, planes) if params.random_doors or relative else None,
+        relative=relative_rows(params, planes) if relative else None,
         grid_width=params.width if relative else 0,
-        dueling=config.hyperparameters.dueling,
-        layer_norm=config.hyperparameters.layer_norm,
+        dueling=hyper.dueling,
+        layer_norm=hyper.layer_norm,
+        cell_planes=planes,
     )
 
 

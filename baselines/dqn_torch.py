@@ -40,8 +40,8 @@ class QNetwork(nn.Module):
     ``num_inputs`` rows and also adds, per door, the row ``door_offsets[k] + column``. With ``relative``
     (:class:`~doors_gym_baselines.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also adds the rows
     of the agent's row and column and of the goal's and each door's column relative to the agent's (``grid_width``
-    columns).
-    With ``layer_norm`` every hidden layer's sum goes through a LayerNorm of its own before its ReLU.
+    columns); without ``cell_planes`` (the hyperparameter) it adds those alone, not the agent's and the goal's cell
+    rows. With ``layer_norm`` every hidden layer's sum goes through a LayerNorm of its own before its ReLU.
     """
 
     def __init__(
@@ -55,9 +55,11 @@ class QNetwork(nn.Module):
         grid_width: int = 0,
         dueling: bool = False,
         layer_norm: bool = False,
+        cell_planes: bool = True,
     ) -> None:
         super().__init__()
         self.num_cells = num_cells
+        self.cell_planes = cell_planes
         self.has_doors = bool(door_offsets)
         self.register_buffer("door_offsets", torch.tensor(door_offsets, dtype=torch.int64), persistent=False)
         self.relative = relative
@@ -128,6 +130,8 @@ class QNetwork(nn.Module):
         one = torch.ones_like(agent, dtype=self.planes_weight.dtype)
         shown = visible.to(one.dtype)
         weights = [one, shown, one, one, shown]
+        if not self.cell_planes:  # the relative rows alone
+            indices, weights = indices[2:], weights[2:]
         if self.has_doors:
             doors = cells[:, 2:].long()
             relative_doors = doors - column.unsqueeze(1) + self.relative_doors
@@ -170,18 +174,18 @@ class GridQNetwork(nn.Module):
 def make_network(config: DQNConfig) -> QNetwork:
     """The config's Q-network: over the two cells, and the door columns where the doors are random (with the
     relative inputs where ``relative_inputs``)."""
-    params, relative = config.params, config.hyperparameters.relative_inputs
-    inputs = num_inputs(params, relative) if params.random_doors or relative else None
-    hidden_sizes = config.hyperparameters.hidden_sizes
+    params, hyper = config.params, config.hyperparameters
+    relative, planes = hyper.relative_inputs, hyper.cell_planes
     return QNetwork(
         params.num_cells,
-        hidden_sizes,
-        door_offsets=door_offsets(params),
-        num_inputs=inputs,
-        relative=relative_rows(params) if relative else None,
+        hyper.hidden_sizes,
+        door_offsets=door_offsets(params, planes),
+        num_inputs=num_inputs(params, relative, planes) if params.random_doors or relative else None,
+        relative=relative_rows(params, planes) if relative else None,
         grid_width=params.width if relative else 0,
-        dueling=config.hyperparameters.dueling,
-        layer_norm=config.hyperparameters.layer_norm,
+        dueling=hyper.dueling,
+        layer_norm=hyper.layer_norm,
+        cell_planes=planes,
     )
 
 

@@ -47,6 +47,8 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
         ("grid_size", (2, 15)),
         ("n_doors", 0),
         ("max_episode_steps", 0),
+        ("cell_planes", "no"),
+        ("cell_planes", False),
     ],
 )
 def test_a_bad_value_raises_a_value_error_naming_the_field_and_the_value(field, value):
@@ -62,6 +64,12 @@ def test_batch_larger_than_buffer_names_both_fields():
         DQNConfig.of(batch_size=512, buffer_size=100)
     message = str(caught.value)
     assert "batch_size=512" in message and "buffer_size=100" in message
+
+
+def test_the_relative_rows_alone_need_the_relative_inputs():
+    with pytest.raises(ValueError, match="cell_planes=False needs relative_inputs=True"):
+        DQNConfig.of(cell_planes=False)
+    assert DQNConfig.of(cell_planes=False, relative_inputs=True).hyperparameters.cell_planes is False
 
 
 def test_more_envs_than_steps_is_an_error():

@@ -185,10 +185,12 @@ def test_the_scan_ring_skips_episodes_that_started_anywhere():
     assert int(episodes.count) == 3 and np.asarray(episodes.counted).tolist() == [True, True]
 
 
+@pytest.mark.parametrize("cell_planes", [True, False], ids=["with cell planes", "relative rows alone"])
 @pytest.mark.parametrize("level_name", ["31x31", "study"])
 @pytest.mark.parametrize("framework", ["torch", "flax"])
-def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_name):
-    """``relative_inputs``: both networks' first layer is the one-hot planes' rows, the relative ones included."""
+def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_name, cell_planes):
+    """``relative_inputs``: both networks' first layer is the one-hot planes' rows, the relative ones included;
+    without ``cell_planes`` the relative ones and the doors' alone, in a first layer that grows with the side."""
     import gymnasium as gym
 
     from doors_gym.levels import get_level
@@ -197,19 +199,25 @@ def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_n
 
     level = get_level(level_name)
     params = level.params()
-    config = DQNConfig.of(**TrainingLevel.named(level.name).settings, hidden_sizes=(16,), relative_inputs=True)
+    settings = TrainingLevel.named(level.name).settings
+    config = DQNConfig.of(**settings, hidden_sizes=(16,), relative_inputs=True, cell_planes=cell_planes)
     envs = gym.make_vec(level.env_id, 8)
     cells = cell_codes.encode(envs.reset(seed=0)[0], params)
     cells[0, 1] = cell_codes.HIDDEN
     doors = cell_codes.door_count(params)
-    inputs = cell_codes.num_inputs(params, relative=True)
-    rows = cell_codes.relative_rows(params)
+    inputs = cell_codes.num_inputs(params, relative=True, cell_planes=cell_planes)
+    rows = cell_codes.relative_rows(params, cell_planes)
     width, height = params.width, params.height
-    assert inputs == cell_codes.num_inputs(params) + height + width + (1 + doors) * (2 * width - 1) == rows.end
-    planes = cell_codes.planes(cells, params.num_cells, cell_codes.door_offsets(params), inputs, rows, width)
+    absolute = cell_codes.num_inputs(params, cell_planes=cell_planes)
+    assert inputs == absolute + height + width + (1 + doors) * (2 * width - 1) == rows.end
+    assert absolute == (2 * params.num_cells if cell_planes else 0) + params.random_doors * params.n_walls * width
+    offsets = cell_codes.door_offsets(params, cell_planes)
+    planes = cell_codes.planes(cells, params.num_cells, offsets, inputs, rows, width, cell_planes)
     # The agent, the goal (none in row 0), the doors; the agent's row and column, the goal's relative column (none
     # in row 0) and the doors' relative columns.
-    np.testing.assert_array_equal(planes.sum(axis=1), [1 + doors + 2 + doors] + [2 + doors + 3 + doors] * 7)
+    agent, goal = (1, 1) if cell_planes else (0, 0)
+    want = [agent + doors + 2 + doors] + [agent + goal + doors + 3 + doors] * 7
+    np.testing.assert_array_equal(planes.sum(axis=1), want)
     if framework == "torch":
         torch = needs("torch")
         from doors_gym_baselines.dqn_torch import make_network
