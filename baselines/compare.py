@@ -278,9 +278,12 @@ def make_runs(plan: Plan, executor: Executor | None = None) -> list[reporting.Ar
     if jobs:
         print(f"training {len(jobs)} run{'s' if len(jobs) > 1 else ''}: {describe_executor(executor)}", flush=True)
 
+    finished = []
+
     def done(job: Job, trained: Trained) -> None:
         origin, run = origins[job.key]
-        made[run.cache] = record_run(job, trained, origin, run)
+        finished.append(job.key)
+        made[run.cache] = record_run(job, trained, origin, run, f"{len(finished)} of {len(jobs)} done")
 
     failures = executor.run(jobs, done)
     if failures:
@@ -339,7 +342,7 @@ def champion_row(planned: PlannedRow, made: Sequence[MadeRun]) -> reporting.ArmR
     return dataclasses.replace(planned.row, seeds=tuple(seed for run in made for seed in run.seeds))
 
 
-def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun) -> MadeRun:
+def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun, tally: str = "") -> MadeRun:
     """The driver's record of a finished run, wherever it trained: a nested MLflow run (from when training
     started; params, the host and worker that ran it, curve, finals, the best seed's model from its file) and
     the resume cache."""
@@ -366,7 +369,8 @@ def record_run(job: Job, trained: Trained, origin: str, planned: PlannedRun) -> 
     where = "" if trained.worker == LOCAL_WORKER else f" on {trained.host} ({trained.worker})"
     if trained.lost_on:
         where += f", run again after losing worker {' and '.join(trained.lost_on)}"
-    print(f"  {job.label}: {result.wall_seconds:.1f} s{where}, {describe_rolling(made.seeds)}", flush=True)
+    tally = f" ({tally})" if tally else ""
+    print(f"  {job.label}: {result.wall_seconds:.1f} s{where}, {describe_rolling(made.seeds)}{tally}", flush=True)
     return made
 
 

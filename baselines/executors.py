@@ -239,7 +239,8 @@ class LocalExecutor:
 
     def run(self, jobs: Sequence[Job], done: Done) -> list[Failure]:
         failures = []
-        for job in jobs:
+        for index, job in enumerate(jobs, 1):
+            print(f"  {job.label}: training, run {index} of {len(jobs)}", flush=True)
             try:
                 trained = train_job(job)
             except Exception as error:  # noqa: BLE001 - the other runs still train; the failure is named at the end

@@ -266,8 +266,8 @@ def ladder(options: LadderOptions, run: RunSettings | None = None, executor: Exe
         if options.fresh:  # before anything is sent: no run may go on from a killed run's checkpoint
             executor.clear([path for level in levels for path in checkpoints(level)])
         executor.submit_ahead([job for level in levels for *_, job in missing_jobs(level)])
-    for level_options, level in rungs:
-        print(f"== level {level.name} ({level.env_id} and its JAX twin)", flush=True)
+    for index, (level_options, level) in enumerate(rungs, 1):
+        print(f"== level {level.name} ({level.env_id} and its JAX twin), level {index} of {len(rungs)}", flush=True)
         if options.report_only:
             summaries, oracle = finished(level_options, run, level)
         else:

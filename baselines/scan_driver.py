@@ -151,7 +151,7 @@ def train_seeds(
         config = arm.configure(config)
         seeds = CompiledSeeds(config, make_train(config), trial, start)
     num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
-    schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
+    schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)  # its progress: once the bar is made
     checkpoint = None
     if config.run.checkpoint is not None:
         checkpoint = Checkpoint(config.run.checkpoint, seeds.fingerprint(), seeds.resumes)
@@ -164,6 +164,7 @@ def train_seeds(
     label = f"{arm.name} x {num_seeds} seed{'s' * (num_seeds != 1)}"
     total = config.num_iterations * num_envs * num_seeds
     progress = Progress(total, label, config.run.quiet, done=min(first, config.num_iterations) * num_envs * num_seeds)
+    schedule.progress = progress
     per_chunk = seeds.parts.iterations_per_chunk
     last_saved = time.perf_counter()
     while first < config.num_iterations:

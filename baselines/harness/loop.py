@@ -218,7 +218,7 @@ def train(
     progress = Progress(config.num_iterations * hyper.num_envs, arm.name, config.run.quiet)
     losses = LossLog(learner, trial)
     history: list[HistoryRow] = []
-    schedule = EvaluationSchedule(greedy_evaluation(config, start, rollout, losses), history, trial, config)
+    schedule = EvaluationSchedule(greedy_evaluation(config, start, rollout, losses), history, trial, config, progress)
     timer = PhaseTimer(*LOOP_PHASES)
     updates = 0
     for iteration in range(config.num_iterations):

@@ -72,7 +72,8 @@ class EvaluationSchedule:
     """The greedy evaluations of a run: every ``eval_every`` env steps while training, and one at the end.
 
     ``evaluate(step)`` evaluates the current policy and makes its history row; ``seconds`` is the time
-    spent in it.
+    spent in it. ``progress`` (a :class:`~.progress.Progress`, or None; an attribute, set once the bar is made)
+    shows each evaluation as it happens.
     """
 
     def __init__(
@@ -81,8 +82,10 @@ class EvaluationSchedule:
         history: list[HistoryRow],
         trial: Reporter | None,
         config: DQNConfig,
+        progress: Any = None,
     ) -> None:
         self._evaluate = evaluate
+        self.progress = progress
         self._history = history
         self._trial = trial
         self._config = config
@@ -108,9 +111,12 @@ class EvaluationSchedule:
         self._next_step += self._config.run.eval_every
         self._last = self._timed(global_step)
         self._history.append(self._last[1])
-        report(self._trial, self._last[1])
         run = self._config.run
-        return run.stop_when_solved and solved_since(self._history, run.hold_out_steps) is not None
+        held = solved_since(self._history, run.hold_out_steps) is not None
+        if self.progress is not None:
+            self.progress.evaluated(self._last[1], held)
+        report(self._trial, self._last[1])
+        return run.stop_when_solved and held
 
     def state_dict(self) -> dict[str, Any]:
         """What a resumed run needs of the schedule (its history is the caller's): the next evaluation's step,

@@ -283,3 +283,42 @@ def test_a_log_gets_a_line_per_tenth_of_the_run(monkeypatch, capsys):
     assert lines[0].startswith("flax-scan x 3 seeds: 105 of 1,000 env steps (10%), ")
     assert lines[-1].startswith("flax-scan x 3 seeds: 1,001 of 1,000 env steps (100%), ")
     assert all("rolling" not in line and line.endswith("eps 0.5") for line in lines)  # a NaN figure is left out
+
+
+def test_each_evaluation_is_a_line_against_the_bar_and_a_log_line_says_the_time_left(monkeypatch, capsys):
+    """A long run shows its learning as it happens: every evaluation's greedy success and rolling reward against the
+    level's bar and whether it is solved (and held), in a log's lines and beside a terminal's bar."""
+    from doors_gym_baselines.harness import progress as bars
+    from doors_gym_baselines.metrics import HistoryRow, SeedFigures
+
+    def row(step: int, success: float, rolling: float) -> HistoryRow:
+        seed = SeedFigures(1, success, 0.6, 0.9, rolling, solved_reward=0.632)
+        nan = float("nan")
+        return HistoryRow(step, 1.0, 1.0, 0.1, nan, success, 0.6, 0.9, rolling, nan, nan, nan, nan, (seed,))
+
+    monkeypatch.setattr(bars, "in_a_terminal", lambda: False)
+    progress = bars.Progress(1000, "flax-scan x 1 seed", quiet=False)
+    progress.update(100, eps=0.5)
+    progress.evaluated(row(100, 0.5, 0.3), held=False)
+    progress.evaluated(row(200, 0.995, 0.64), held=False)
+    progress.evaluated(row(300, 0.995, 0.64), held=True)
+    progress.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert " left, eps 0.5" in lines[0]
+    assert lines[1:] == [
+        "flax-scan x 1 seed: evaluation at 100 env steps: greedy success 0.500, rolling reward 0.3000 (bar 0.6320), "
+        "not solved",
+        "flax-scan x 1 seed: evaluation at 200 env steps: greedy success 0.995, rolling reward 0.6400 (bar 0.6320), "
+        "solved",
+        "flax-scan x 1 seed: evaluation at 300 env steps: greedy success 0.995, rolling reward 0.6400 (bar 0.6320), "
+        "solved and held",
+    ]
+    quiet = bars.Progress(1000, "arm", quiet=True)
+    quiet.evaluated(row(100, 0.5, 0.3), held=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_the_time_left_reads_in_the_unit_of_its_size():
+    from doors_gym_baselines.harness.progress import describe_seconds
+
+    assert [describe_seconds(s) for s in (42.2, 719, 9000, float("nan"))] == ["42 s", "12 min", "2.5 h", "? s"]
