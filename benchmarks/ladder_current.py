@@ -1,0 +1,66 @@
+"""The ladder's current rows in one table and one picture, from the committed ladder CSVs.
+
+``doors-gym ladder --report-only`` draws the rows of one output folder; the ladder's rows live in two
+(``full/``: every level with the presets of its run, ``rerun/all-arms/``: ``31x31`` and ``63x63`` with the level
+presets that solve them). A later folder's rows replace an earlier one's at the levels it covers. Writes
+``ladder.md``, ``ladder.csv`` and ``ladder.png`` (``doors_gym_baselines.ladder.write_ladder``) under ``--out``
+and copies the picture to ``docs/ladder.png``:
+
+    python benchmarks/ladder_current.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import pathlib
+import shutil
+
+from doors_gym.levels import LEVEL_NAMES
+from doors_gym_baselines.ladder import LadderRow, write_ladder
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LADDER = ROOT / "benchmarks" / "results" / "ladder"
+SOURCES = (LADDER / "full" / "ladder.csv", LADDER / "rerun" / "all-arms" / "ladder.csv")
+
+
+def read_rows(path: pathlib.Path) -> list[LadderRow]:
+    """The rows of a ``ladder.csv`` (its ``oracle_fraction`` column is derived, so dropped)."""
+    names = {spec.name: spec.type for spec in dataclasses.fields(LadderRow)}
+    with path.open(newline="") as handle:
+        return [
+            LadderRow(**{name: value if names[name] == "str" else _number(names[name], value)
+                         for name, value in record.items() if name in names})
+            for record in csv.DictReader(handle)
+        ]
+
+
+def _number(kind: str, text: str) -> int | float:
+    return int(text) if kind == "int" else float(text)
+
+
+def current(sources: list[pathlib.Path]) -> list[LadderRow]:
+    """Every level's rows from the last source that has that level, in the ladder's level order."""
+    by_level: dict[str, list[LadderRow]] = {}
+    for source in sources:
+        rows = read_rows(source)
+        for level in dict.fromkeys(row.level for row in rows):
+            by_level[level] = [row for row in rows if row.level == level]
+    return [row for level in LEVEL_NAMES for row in by_level.get(level, [])]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sources", nargs="+", type=pathlib.Path, default=list(SOURCES), help="ladder.csv files, oldest first")
+    parser.add_argument("--out", type=pathlib.Path, default=LADDER / "current")
+    parser.add_argument("--docs", type=pathlib.Path, default=ROOT / "docs" / "ladder.png", help="copy of the picture")
+    args = parser.parse_args()
+    rows = current(args.sources)
+    outcome = write_ladder(rows, [level for level in LEVEL_NAMES if any(row.level == level for row in rows)], args.out)
+    shutil.copyfile(outcome.paths["plot"], args.docs)
+    print(outcome.table)
+
+
+if __name__ == "__main__":
+    main()
