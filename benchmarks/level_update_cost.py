@@ -1,0 +1,127 @@
+"""Milliseconds per DQN update at each level's preset, with and without the cell planes, for every learner.
+
+Run from the repository root, with nothing else running (``pip install -e .[baselines]``)::
+
+    python benchmarks/level_update_cost.py                                  # every level, every learner
+    python benchmarks/level_update_cost.py --levels 63x63 --stacks "Flax host loop" --rounds 3
+
+Question: what does one update cost at a level's preset (``doors-gym compare --level L``'s network and knobs), and
+what do the first layer's rows buy back when the agent's and the goal's one-hot cell planes give way to the relative
+rows alone (``cell_planes: false``, where the preset reads the relative inputs)? Each learner is timed on the same
+fixed replay batch of the level's cells (its door columns where the doors are random), the variants one after the
+other in each round so load from elsewhere falls on every variant alike; a figure is the median over the rounds.
+The learners are ``benchmarks/update_cost.py``'s: eager torch (one intra-op thread), Flax in the host loop, and
+the fully jitted arm's learning step as its scan runs it (one seed under ``vmap``, donated). Variants: the preset,
+the preset without the cell planes, and (``--widths``) those at other widths. Writes a Markdown report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import sys
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from _timing import machine_line, write_report  # noqa: E402
+from update_cost import build  # noqa: E402
+
+from doors_gym_baselines import cells as cell_codes  # noqa: E402
+from doors_gym_baselines.config import DQNConfig, RunSettings  # noqa: E402
+from doors_gym_baselines.levels import TrainingLevel  # noqa: E402
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "ladder"
+LEVELS = ("Random", "3Walls", "31x31", "63x63")
+STACKS = ("eager torch, 1 thread", "Flax host loop", "Flax scan arm")
+
+
+def level_config(level: str, **changes: object) -> DQNConfig:
+    """The level's shared preset at the level, with ``changes`` on top."""
+    training = TrainingLevel.named(level)
+    config = training.shared_preset.config(training.at(RunSettings(quiet=True)))
+    return config.replace(**changes) if changes else config
+
+
+def level_batch(config: DQNConfig, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """A replay batch of the level's cells as the buffers store them (a multi-step batch brings its discounts)."""
+    rng = np.random.default_rng(seed)
+    params, size = config.params, config.hyperparameters.batch_size
+    cells = np.stack([rng.integers(0, params.num_cells, size), rng.integers(0, params.num_cells, size)], axis=1)
+    doors = cell_codes.door_count(params)
+    if doors:
+        columns = np.sort(rng.integers(0, params.width, (size, params.n_walls, params.n_doors)), axis=-1)
+        cells = np.concatenate([cells, columns.reshape(size, doors)], axis=1)
+    cells = cells.astype(cell_codes.CELLS_DTYPE)
+    next_cells = cells.copy()
+    next_cells[:, 0] = rng.integers(0, params.num_cells, size)
+    next_cells[rng.random(size) < 0.05, 1] = cell_codes.HIDDEN
+    batch = (
+        cells,
+        rng.integers(0, 5, size).astype(np.int64),
+        rng.normal(0, 0.5, size).astype(np.float32),
+        next_cells,
+        (next_cells[:, 1] < 0).astype(np.float32),
+    )
+    if config.hyperparameters.n_step > 1:
+        batch = (*batch, (config.hyperparameters.gamma ** rng.integers(1, config.hyperparameters.n_step + 1, size)))
+        batch = (*batch[:-1], batch[-1].astype(np.float32))
+    return batch
+
+
+def variants(level: str, widths: list[int]) -> dict[str, DQNConfig]:
+    """The configs timed at ``level``: its preset, without the cell planes where it reads the relative inputs, and
+    both at each of ``widths``."""
+    preset = level_config(level)
+    hyper = preset.hyperparameters
+    found = {"preset": preset}
+    if hyper.relative_inputs:
+        found["preset, no cell planes"] = preset.replace(cell_planes=False)
+    for width in widths:
+        sizes = (width,) * len(hyper.hidden_sizes)
+        found[f"width {width}"] = preset.replace(hidden_sizes=sizes)
+        if hyper.relative_inputs:
+            found[f"width {width}, no cell planes"] = preset.replace(hidden_sizes=sizes, cell_planes=False)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--levels", nargs="+", default=list(LEVELS), choices=LEVELS)
+    parser.add_argument("--stacks", nargs="+", default=list(STACKS), choices=STACKS)
+    parser.add_argument("--widths", nargs="*", type=int, default=[64], help="other widths to time (default 64)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds over the variants (default 3)")
+    parser.add_argument("--min-seconds", type=float, default=0.5, help="timing per variant per round (default 0.5)")
+    parser.add_argument("--out", type=pathlib.Path, default=RESULTS / "update_cost_levels.md")
+    args = parser.parse_args()
+    rows = []
+    for level in args.levels:
+        configs = variants(level, args.widths)
+        for stack in args.stacks:
+            timers = {name: build(stack, config, level_batch(config)) for name, config in configs.items()}
+            times: dict[str, list[float]] = {name: [] for name in timers}
+            for _ in range(args.rounds):
+                for name, timer in timers.items():
+                    times[name].append(timer(args.min_seconds))
+            plain = statistics.median(times["preset"])
+            for name, config in configs.items():
+                inputs = cell_codes.num_inputs(config.params, config.hyperparameters.relative_inputs,
+                                               config.hyperparameters.cell_planes)  # fmt: skip
+                median = statistics.median(times[name])
+                rows.append((level, stack, name, f"{inputs:,}", f"{median:.2f}", f"{plain / median:.1f}x"))
+                print(" | ".join(rows[-1]), flush=True)
+    command = "python benchmarks/level_update_cost.py " + " ".join(sys.argv[1:])
+    intro = (
+        "ms per update at each level's shared preset (the network and knobs of `doors-gym compare --level L`), "
+        f"the median of {args.rounds} rounds over the variants in turn, each learner on one fixed batch of the "
+        f"level's cells; first-layer rows: the inputs of the first layer. {machine_line()}; torch with one intra-op "
+        "thread, XLA as the process starts it."
+    )
+    headers = ("level", "learner", "variant", "first-layer rows", "ms per update", "faster than the preset by")
+    print(write_report(args.out, command.strip(), intro, headers, rows))
+
+
+if __name__ == "__main__":
+    main()
