@@ -340,7 +340,8 @@ def run_ladder(args: argparse.Namespace) -> int:
     machinery = flags.values_from(RunSettings, args, include=("vectorization", "device", "quiet"))
     with open_executor(ExecutorOptions(**flags.values_from(ExecutorOptions, args))) as executor:
         outcome = ladder(options, RunSettings(**machinery), executor)
-    print("\n" + outcome.table + "\n\nfiles: " + ", ".join(str(path) for path in outcome.paths.values()))
+    if not options.plan:
+        print("\n" + outcome.table + "\n\nfiles: " + ", ".join(str(path) for path in outcome.paths.values()))
     return 0
 
 

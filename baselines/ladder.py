@@ -66,8 +66,15 @@ class LadderOptions:
         "train nothing: write the table and the plot from the runs finished under --out (a row counts the seeds "
         "that finished; an arm with none at a level is left out of it)",
     )
+    plan: bool = field(
+        False,
+        "train nothing: print the runs the ladder would train (those not finished under --out), each with its "
+        "expected wall time from the ladder's committed table (the 2-core CPU it was measured on), and the total",
+    )
 
     def __post_init__(self) -> None:
+        if self.plan and self.report_only:
+            raise ValueError("plan=True and report_only=True do not go together: give one of --plan, --report-only")
         if not self.levels:
             raise ValueError(f"levels=() is empty: expected one or more of {list(LEVEL_NAMES)}")
         for level in self.levels:
@@ -261,6 +268,9 @@ def ladder(options: LadderOptions, run: RunSettings | None = None, executor: Exe
     ``executor``, default one after another here), then the table and the plot across the levels under ``out``."""
     rows: list[LadderRow] = []
     rungs = [(level_options, level_options.training_level(run)) for level_options in plan(options)]
+    if options.plan:
+        print_plan(rungs, run)
+        return LadderOutcome([], "", {})
     if executor is not None and not options.report_only:  # a cluster's workers start on every level's runs at once
         levels = [plan_comparison(level_options, run, level) for level_options, level in rungs]
         if options.fresh:  # before anything is sent: no run may go on from a killed run's checkpoint
@@ -275,6 +285,41 @@ def ladder(options: LadderOptions, run: RunSettings | None = None, executor: Exe
             summaries, oracle = outcome.rows, outcome.oracle
         rows.extend(ladder_rows(level_options.level, summaries, oracle))
     return write_ladder(rows, [level.level for level in plan(options)], pathlib.Path(options.out))
+
+
+EXPECTED = pathlib.Path(__file__).with_name("ladder_expected.csv")
+"""Each ladder row's wall seconds per run as the ladder's committed table measured them (written by
+``benchmarks/ladder_current.py``): what ``--plan`` expects a run to take."""
+
+
+def expected_seconds(path: pathlib.Path = EXPECTED) -> dict[tuple[str, str], float]:
+    """``{(level, row key): wall seconds per run}`` of the committed table."""
+    with path.open(newline="") as handle:
+        return {(row["level"], row["key"]): float(row["seconds_per_run"]) for row in csv.DictReader(handle)}
+
+
+def print_plan(rungs: Sequence[tuple[CompareOptions, TrainingLevel]], run: RunSettings | None = None) -> float:
+    """Prints the runs each rung would train (not finished under its ``out``) with their expected wall seconds
+    (:func:`expected_seconds`; ``?`` where the committed table has no row), then the totals; returns the expected
+    seconds of the runs whose row it has."""
+    from .harness.progress import describe_seconds
+
+    expected, total, unknown, count = expected_seconds(), 0.0, 0, 0
+    for level_options, level in rungs:
+        planned = plan_comparison(level_options, run, level)
+        missing = missing_jobs(planned)
+        print(f"== level {level.name}: {len(missing)} run{'s' * (len(missing) != 1)} to train", flush=True)
+        for planned_row, _, job in missing:
+            seconds = expected.get((level.name, planned_row.row.key))
+            count += 1
+            if seconds is None:
+                unknown += 1
+            else:
+                total += seconds
+            print(f"  {job.label}: {'?' if seconds is None else describe_seconds(seconds)}", flush=True)
+    known = f"{count - unknown} of {count} runs" if unknown else f"all {count} runs"
+    print(f"expected: {describe_seconds(total)} for {known}, one after another on the 2-core CPU", flush=True)
+    return total
 
 
 def finished(

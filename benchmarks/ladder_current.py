@@ -3,8 +3,9 @@
 ``doors-gym ladder --report-only`` draws the rows of one output folder; the ladder's rows live in two
 (``full/``: every level with the presets of its run, ``rerun/all-arms/``: ``31x31`` and ``63x63`` with the level
 presets that solve them). A later folder's rows replace an earlier one's at the levels it covers. Writes
-``ladder.md``, ``ladder.csv`` and ``ladder.png`` (``doors_gym_baselines.ladder.write_ladder``) under ``--out``
-and copies the picture to ``docs/ladder.png``:
+``ladder.md``, ``ladder.csv`` and ``ladder.png`` (``doors_gym_baselines.ladder.write_ladder``) under ``--out``,
+copies the picture to ``docs/ladder.png`` and writes each row's seconds per run to ``baselines/ladder_expected.csv``
+(what ``doors-gym ladder --plan`` expects a run to take):
 
     python benchmarks/ladder_current.py
 """
@@ -50,15 +51,29 @@ def current(sources: list[pathlib.Path]) -> list[LadderRow]:
     return [row for level in LEVEL_NAMES for row in by_level.get(level, [])]
 
 
+def write_expected(rows: list[LadderRow], path: pathlib.Path) -> None:
+    """Each row's wall seconds per run (a row of seeds in one run: that run's), which ``doors-gym ladder --plan``
+    reads as what a run is expected to take."""
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["level", "key", "seconds_per_run"])
+        for row in rows:
+            runs = 1 if row.key.endswith("-together") else row.seeds
+            writer.writerow([row.level, row.key, f"{row.wall_seconds_total / runs:.1f}"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sources", nargs="+", type=pathlib.Path, default=list(SOURCES), help="ladder.csv files, oldest first")
     parser.add_argument("--out", type=pathlib.Path, default=LADDER / "current")
+    parser.add_argument("--expected", type=pathlib.Path, default=ROOT / "baselines" / "ladder_expected.csv",
+                        help="each row's seconds per run, for doors-gym ladder --plan")
     parser.add_argument("--docs", type=pathlib.Path, default=ROOT / "docs" / "ladder.png", help="copy of the picture")
     args = parser.parse_args()
     rows = current(args.sources)
     outcome = write_ladder(rows, [level for level in LEVEL_NAMES if any(row.level == level for row in rows)], args.out)
     shutil.copyfile(outcome.paths["plot"], args.docs)
+    write_expected(rows, args.expected)
     print(outcome.table)
 
 

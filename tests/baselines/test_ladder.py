@@ -194,6 +194,32 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
     ]
 
 
+def test_the_ladder_plan_prints_each_run_to_train_with_its_expected_time_and_trains_nothing(tmp_path, capsys):
+    """``ladder --plan``: the runs not finished under --out, each with the committed table's seconds per run of its
+    row (``?`` where the table has none), and their total; nothing trains, nothing is written."""
+    from doors_gym_baselines import ladder
+
+    expected = ladder.expected_seconds()
+    assert expected[("31x31", "flax-scan")] > expected[("3Walls", "flax-scan")] > 0
+    options = ladder.LadderOptions(
+        arms=("flax-scan",), levels=("31x31", "63x63"), seeds=2, out=str(tmp_path / "ladder"), plan=True
+    )
+    outcome = ladder.ladder(options)
+    printed = capsys.readouterr().out.splitlines()
+    assert outcome.rows == [] and not (tmp_path / "ladder").exists()
+    assert "== level 31x31: 3 runs to train" in printed  # two seeds alone, and the two in one run
+    from doors_gym_baselines.harness.progress import describe_seconds
+
+    assert f"  flax-scan seed 100: {describe_seconds(expected[('31x31', 'flax-scan')])}" in printed
+    unknown = ("63x63", "flax-scan-together") not in expected
+    total = 2 * expected[("31x31", "flax-scan")] + expected[("31x31", "flax-scan-together")]
+    total += 2 * expected[("63x63", "flax-scan")] + (0 if unknown else expected[("63x63", "flax-scan-together")])
+    runs = "5 of 6 runs" if unknown else "all 6 runs"
+    assert printed[-1] == f"expected: {describe_seconds(total)} for {runs}, one after another on the 2-core CPU"
+    with pytest.raises(ValueError, match="--plan, --report-only"):
+        ladder.LadderOptions(plan=True, report_only=True)
+
+
 def test_the_torch_model_over_grids_reads_the_doors_as_the_loop_does() -> None:
     torch = needs("torch")
     from doors_gym_baselines.dqn_torch import GridQNetwork, QNetwork
