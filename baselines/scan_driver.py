@@ -37,6 +37,9 @@ CHECKPOINT_SECONDS = 60.0
 """Least seconds between two checkpoints of a run (``config.run.checkpoint``): a run saves after the first segment
 that ends this long after its last save (or its start), so a killed run loses at most this and a segment, and a run
 shorter than this writes none (a save takes a few ms to a second: a short run's time stays its training's)."""
+RUNNER_LAYOUT = 2
+"""The layout of the state a checkpoint holds, raised when it changes (2: the optimizer state holds Adam's moments
+alone); a checkpoint of another layout is another run's, so the run starts afresh instead of failing to load it."""
 
 
 def seed_devices(requested: int | None, num_seeds: int) -> list[jax.Device]:
@@ -246,9 +249,9 @@ class CompiledSeeds:
 
     def fingerprint(self) -> dict[str, Any]:
         """What a checkpoint of this run must match to be resumed: the config's outcome, the seed slots of the
-        program and JAX's version (a resumed run must run the same program on the same state)."""
+        program, JAX's version and the runner's layout (a resumed run must run the same program on the same state)."""
         slots = self.layout.per_device * self.layout.mesh.size
-        return {"config": self.config.outcome_key(), "slots": slots, "jax": jax.__version__}
+        return {"config": self.config.outcome_key(), "slots": slots, "jax": jax.__version__, "runner": RUNNER_LAYOUT}
 
     def resumes(self, saved: Any) -> bool:
         """Whether a checkpoint's ``saved`` fingerprint is this run's: the same seed slots and JAX version, and its
