@@ -46,11 +46,11 @@ def environment(values: dict[str, str]) -> Iterator[None]:
 
 
 def run_workers(options: Any, run: Any, base: Any, study: Any, worker_main: Callable[..., None]) -> None:
-    """Starts ``options.workers`` worker processes on the study, each running ``worker_main(options, run, base)``
+    """Starts ``options.processes`` worker processes on the study, each running ``worker_main(options, run, base)``
     with its own options, and watches them until none is left: a worker that died while the study still needs
     trials is replaced (at most twice the workers over the command's life). Ctrl-C stops them all."""
     context = multiprocessing.get_context("spawn")
-    share = max(1, available_cores() // options.workers)
+    share = max(1, available_cores() // options.processes)
     first = options.worker
 
     def start(index: int) -> Any:
@@ -62,8 +62,8 @@ def run_workers(options: Any, run: Any, base: Any, study: Any, worker_main: Call
             process.start()
         return process
 
-    processes = {index: start(index) for index in range(options.workers)}
-    replacements, next_index = 2 * options.workers, options.workers
+    processes = {index: start(index) for index in range(options.processes)}
+    replacements, next_index = 2 * options.processes, options.processes
     try:
         while processes:
             time.sleep(WATCH_SECONDS)
