@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import socket
 import time
+import warnings
 from typing import Any
 
 from .. import tracking
@@ -99,6 +100,19 @@ def train_program(task: ProgramTask) -> ProgramTrained:
     trials = [optuna.trial.Trial(study, trial_id) for trial_id in task.trial_ids]
     arm = get_arm(options.arm)
     host, worker, started = socket.gethostname(), worker_name(), time.time()
+    with warnings.catch_warnings():
+        # a task Dask runs again (its first worker died) reports the steps its first try reported: Optuna keeps those
+        warnings.filterwarnings("ignore", "The reported value is ignored because", UserWarning)
+        return train_trials(arm, trials, task, host, worker, started)
+
+
+def train_trials(
+    arm: ArmProtocol, trials: list[Any], task: ProgramTask, host: str, worker: str, started: float
+) -> ProgramTrained:
+    """Trains ``trials`` (:func:`train_program`'s work, once its study and trials are found)."""
+    import optuna
+
+    options, run = task.options, task.configs[0].run
     if options.lanes > 1:
         lanes = LaneTrials(list(zip(trials, task.configs)), options, arm, parent=None)
         result = arm.train(task.configs[0], lanes)

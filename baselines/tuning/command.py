@@ -263,6 +263,8 @@ def describe(study: Any, options: TuneOptions) -> str:
         command += f" --study-name {options.study_name}"
     if options.objective != DEFAULT_OBJECTIVE:
         command += f" --objective {options.objective}"
+    if options.executor == DASK:
+        command += " --executor dask" + (f" --address {options.address}" if options.address else "")
     at_level = "" if options.level == STUDY else f" --level {options.level}"
     command += at_level
     lines.append(f"next: {command} --n-trials {options.n_trials + 10}")

@@ -3,8 +3,8 @@
 Each worker is a process of its own (spawned, never forked: JAX and forks do not mix) that runs
 :func:`~doors_gym_baselines.tuning.command.tune_worker` on the study with an index of its own (``--worker`` on), its
 threads held to its share of the cores (:func:`~doors_gym_baselines.runtime.worker_environment`). The study's
-trial count is shared (Optuna's ``MaxTrialsCallback`` in every worker counts the study's finished trials), so
-the workers stop together. A worker that dies (``kill -9``, out of memory) is replaced by a new one with the next
+trial count is shared: no worker asks more than the study's finished and running trials leave of ``--n-trials``
+(:func:`~.study.trials_left`), so the workers stop together. A worker that dies (``kill -9``, out of memory) is replaced by a new one with the next
 index while the study has fewer finished trials than asked; its running trial is failed by Optuna's heartbeat
 after the grace period and queued again (``RetryFailedTrialCallback``), so the study still reaches its count.
 The command then makes the study's plots, confirmation and preset itself, once.
