@@ -124,7 +124,8 @@ COMMANDS = {
     "tune": (
         "tune a DQN arm with Optuna (TPE + Hyperband), tracked in MLflow",
         "Run (or resume, or join as another worker) an Optuna study over one arm's hyperparameters. Storage: a local "
-        "SQLite file unless --storage names another SQLAlchemy URL (PostgreSQL for workers on several machines). "
+        "SQLite file unless --storage names another SQLAlchemy URL (PostgreSQL for workers on several machines). With "
+        "--executor dask the trials train on the Dask cluster compare uses, asked and logged by this command. "
         "Every trial is a nested MLflow run under the study's parent run. At a level (--level), the study starts "
         "from the level's shared preset and budget.",
         "levels",

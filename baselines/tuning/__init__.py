@@ -55,6 +55,7 @@ from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS, describe_sco
 from .space import SPACE, hyperparameters_from_params, params_for, suggest_hyperparameters
 from .study import (
     DEFAULT_STORAGE,
+    StopAtCount,
     StorageUnreachable,
     create_study,
     finished_trials,
@@ -62,6 +63,7 @@ from .study import (
     mark_killed_runs,
     open_storage,
     start_study,
+    trials_left,
 )
 
 __all__ = [
@@ -76,6 +78,7 @@ __all__ = [
     "TUNING_RUN",
     "TUNING_SEED",
     "TUNING_SEEDS",
+    "StopAtCount",
     "StorageUnreachable",
     "TrackedTrial",
     "TuneOptions",
@@ -96,6 +99,7 @@ __all__ = [
     "params_for",
     "start_study",
     "suggest_hyperparameters",
+    "trials_left",
     "tune",
     "write_best_preset",
     "write_study_summary",

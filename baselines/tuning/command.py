@@ -24,7 +24,9 @@ from .. import runtime, tracking
 from ..arm import ArmProtocol
 from ..arms import get_arm
 from ..config import Config, RunSettings, describe_hyperparameters, make_config
+from ..executors import DASK, LOCAL
 from .best import confirm_best, write_best_preset
+from .cluster import run_on_cluster
 from .lanes import check_lanes_arm, run_programs
 from .objective import TUNING_RUN, check_trial_run, make_objective
 from .options import TuneOptions
@@ -34,14 +36,15 @@ from .space import SPACE, Space, hyperparameters_from_params, space_of
 from .workers import run_workers
 from .study import (
     DEFAULT_STORAGE,
+    StopAtCount,
     create_study,
-    finished_states,
     finished_trials,
     mark_killed_runs,
     open_storage,
     optuna_quiet,
     parent_run_id,
     start_study,
+    trials_left,
 )
 
 def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) -> Any:
@@ -65,15 +68,19 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
 
         parent = study_parent_run(options, arm, run)
         mark_killed_runs(study)
-        if options.workers > 1:
+        here = options.executor == LOCAL and options.processes == 1  # this process trains the trials itself
+        if options.executor == LOCAL and options.processes > 1:
             run_workers(options, run, base_config.hyperparameters, study, tune_worker)
-        remaining = options.n_trials - len(finished_trials(study)) if options.workers == 1 else 0
+        missing = len(finished_trials(study)) < options.n_trials
         with mlflow.start_run(run_id=parent):
             mlflow.set_tag(tracking.PROCESS_TAG, tracking.this_process())  # this worker holds it open now
-            if remaining > 0 and options.lanes > 1:
-                run_programs(study, arm, base_config, options, space_of(arm, base_config.params), parent)
-            elif remaining > 0:
-                run_trials(study, arm.name, base_config, options, remaining)
+            space = space_of(arm, base_config.params)
+            if missing and options.executor == DASK:
+                run_on_cluster(study, arm, base_config, options, space, parent)
+            elif missing and here and options.lanes > 1:
+                run_programs(study, arm, base_config, options, space, parent)
+            elif missing and here:
+                run_trials(study, arm.name, base_config, options)
             mark_killed_runs(study)
             if not options.report:
                 return study
@@ -102,7 +109,7 @@ def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Any)
     with optuna_quiet():
         study = create_study(
             arm_name, storage, study_name, run.seed, options.worker, run.total_steps, run.eval_every, options.objective,
-            constant_liar=options.lanes > 1,
+            constant_liar=options.lanes > 1 or options.executor == DASK,
         )
     if options.verbose:
         found = len(finished_trials(study))
@@ -160,10 +167,9 @@ def study_parent_run(options: TuneOptions, arm: ArmProtocol, run: RunSettings) -
         )
 
 
-def run_trials(study: Any, arm_name: str, base: Config, options: TuneOptions, remaining: int) -> None:
-    """Runs up to ``remaining`` trials, stopping once the study has ``n_trials`` finished ones (or at ``timeout``)."""
-    import optuna
-
+def run_trials(study: Any, arm_name: str, base: Config, options: TuneOptions) -> None:
+    """Runs trials until the study's finished and running ones (every worker's) reach ``n_trials`` (or at
+    ``timeout``)."""
     objective = make_objective(
         arm_name,
         base,
@@ -173,7 +179,10 @@ def run_trials(study: Any, arm_name: str, base: Config, options: TuneOptions, re
         options.tuning_seeds,
         options.penalty_seconds,
     )
-    callbacks = [optuna.study.MaxTrialsCallback(options.n_trials, states=finished_states())]
+    remaining = trials_left(study, options.n_trials)
+    if remaining <= 0:
+        return
+    callbacks: list[Any] = [StopAtCount(options.n_trials)]
     if options.verbose:
         callbacks.append(TrialPrinter(options.objective, base.hyperparameters, space_of(get_arm(options.arm), base.params)))
     with optuna_quiet():
@@ -254,6 +263,8 @@ def describe(study: Any, options: TuneOptions) -> str:
         command += f" --study-name {options.study_name}"
     if options.objective != DEFAULT_OBJECTIVE:
         command += f" --objective {options.objective}"
+    if options.executor == DASK:
+        command += " --executor dask" + (f" --address {options.address}" if options.address else "")
     at_level = "" if options.level == STUDY else f" --level {options.level}"
     command += at_level
     lines.append(f"next: {command} --n-trials {options.n_trials + 10}")

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from .. import tracking
@@ -52,6 +54,33 @@ def heartbeat(study: Any, trials: list[Any]) -> None:
             storage.record_heartbeat(trial._trial_id)
 
 
+class Heartbeat:
+    """Beats the trials ``trials()`` returns every ``interval`` seconds from a thread of its own while the ``with``
+    block runs (Optuna's ``Study.optimize`` does the same for its one trial): a program's trials keep beating while
+    it compiles and between its evaluations, so a worker that starts meanwhile never takes them for a dead one's."""
+
+    def __init__(self, study: Any, trials: Callable[[], list[Any]], interval: float) -> None:
+        self.study, self.trials, self.interval = study, trials, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="doors-gym-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        heartbeat(self.study, self.trials())
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                heartbeat(self.study, self.trials())
+            except Exception as error:  # noqa: BLE001 - a locked database: the next beat tries again
+                warnings.warn(f"heartbeat not recorded: {type(error).__name__}: {error}", RuntimeWarning, stacklevel=1)
+
+
 def fail_stale(study: Any) -> None:
     """Fails the trials whose program died (no heartbeat within the grace period) and ends their MLflow runs."""
     import optuna
@@ -75,22 +104,28 @@ def program_coordinates(space: Space) -> list[str]:
 def ask_program(
     study: Any, count: int, base: Config, space: Space, tuning_seeds: int, worker: int = 0
 ) -> list[tuple[Any, Config]]:
-    """Asks ``count`` trials of one program: the first samples freely, the others share its program coordinates.
+    """Asks up to ``count`` trials of one program: the first samples freely (or is the oldest queued trial), the
+    others share its program coordinates.
 
     The points are drawn by the study's sampler (TPE with its constant liar) from an in-memory copy of the study's
     trials (:func:`sample_points`: against the storage the sampler re-reads its running trials at every
     coordinate; ``benchmarks/lane_program_profile.py`` times both), then asked of the study with their values fixed
-    (``PartialFixedSampler``). Returns each trial with its config (trial ``n`` trains seed
+    (``PartialFixedSampler``). A queued trial (a failed one queued again, a new study's start point) is asked like
+    any other, as whichever lane draws it; one whose program coordinates differ from the first lane's ends the
+    program before it and leads a program of its own next: the program is shorter, and the trial keeps its place in
+    the queue (drawn by another process in the meantime, it is failed and queued again with its hyperparameters,
+    :func:`hand_back`). Returns each trial with its config (trial ``n`` trains seed
     ``base.run.seed + n % tuning_seeds``).
     """
     import optuna
 
-    points, sampler = sample_points(study, count, base, space, worker), study.sampler
     shared = program_coordinates(space)
-    asked = []
+    points, sampler = one_program(sample_points(study, count, base, space, worker), shared), study.sampler
+    asked: list[tuple[Any, Config]] = []
     try:
-        while len(asked) < count:
-            point = points[len(asked)]
+        for point in points:
+            if asked:  # a lane trains in the first lane's program whatever the copy sampled (another's trials)
+                point = {**point, **{name: asked[0][0].params[name] for name in shared}}
             with warnings.catch_warnings():
                 # every coordinate is fixed: the base sampler draws none; the heartbeat is ours (heartbeat())
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -100,14 +135,31 @@ def ask_program(
             heartbeat(study, [trial])
             hyperparameters = suggest_hyperparameters(trial, base.hyperparameters, space)
             if asked and any(trial.params[name] != asked[0][0].params[name] for name in shared):
-                # another worker's queued trial (a new study's first) came first: it belongs in no program of ours
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                continue
+                hand_back(study, trial)  # another process queued a trial of another program since the points
+                break
             seed = base.run.seed + trial.number % tuning_seeds
             asked.append((trial, make_config(hyperparameters, dataclasses.replace(base.run, seed=seed))))
     finally:
         study.sampler = sampler
     return asked
+
+
+def one_program(points: list[dict[str, Any]], shared: list[str]) -> list[dict[str, Any]]:
+    """``points`` up to the first whose program coordinates (``shared``) differ from the first point's: a queued
+    trial of another program, which leads a program of its own."""
+    for index, point in enumerate(points):
+        if any(point.get(name) != points[0].get(name) for name in shared):
+            return points[:index]
+    return points
+
+
+def hand_back(study: Any, trial: Any) -> None:
+    """Fails ``trial`` (asked, never trained) and queues a copy of it with its hyperparameters and user attributes:
+    a queued trial that cannot train in the program that drew it waits for a program of its own."""
+    import optuna
+
+    study.enqueue_trial(dict(trial.params), user_attrs={**trial.user_attrs, "handed_back_from": trial.number})
+    study.tell(trial, state=optuna.trial.TrialState.FAIL)
 
 
 def sample_points(study: Any, count: int, base: Config, space: Space, worker: int = 0) -> list[dict[str, Any]]:
@@ -139,13 +191,16 @@ class LaneTrials:
     """The trials of one program as the :class:`~doors_gym_baselines.harness.Reporter` of its training.
 
     ``lane_configs`` tells the arm to train them as lanes; each evaluation row is split into each lane's own row
-    (its clock the program's over the lanes), logged to its trial's nested MLflow run and reported to its trial;
-    ``stopped_lanes`` are the pruned, failed and solved ones, which the arm freezes.
+    (its clock the program's over the lanes), kept for its trial's nested MLflow run and reported to its trial;
+    ``stopped_lanes`` are the pruned, failed and solved ones, which the arm freezes. With ``parent`` (the study's
+    MLflow run) each trial gets its nested run now and each lane's rows are logged when it stops; without one (a
+    program trained on a Dask worker) nothing is logged here: the driver logs the rows that come back
+    (:meth:`create_runs`, :meth:`add_row`).
     """
 
-    def __init__(self, asked: list[tuple[Any, Config]], options: TuneOptions, arm: ArmProtocol, parent: str) -> None:
-        import mlflow
-
+    def __init__(
+        self, asked: list[tuple[Any, Config]], options: TuneOptions, arm: ArmProtocol, parent: str | None
+    ) -> None:
         self.trials = [trial for trial, _ in asked]
         self.gather_lanes = options.gather_lanes
         self.lane_configs = [config for _, config in asked]
@@ -154,19 +209,31 @@ class LaneTrials:
         self.unlogged: list[list[Any]] = [[] for _ in asked]
         self.stopped_lanes: set[int] = set()
         self.outcome: dict[int, str] = {}
+        self.client: Any = None
+        self.run_ids: list[str] = []
+        if parent is not None:
+            self.create_runs(arm, parent)
+
+    def create_runs(self, arm: ArmProtocol, parent: str, started: float | None = None, **tags: str) -> None:
+        """Creates each trial's nested MLflow run under ``parent`` (started at ``started``, seconds since the epoch,
+        if given), tagged with ``tags`` over the trial's own, and keeps its id on the trial."""
+        import mlflow
+
         self.client = mlflow.MlflowClient()
         experiment = self.client.get_run(parent).info.experiment_id
-        self.run_ids = []
-        for trial, config in asked:
-            tags = tracking.run_tags(arm, config.params, **trial_tags(trial, options.worker))
-            tags = {**tags, "mlflow.parentRunId": parent}
-            run = self.client.create_run(experiment, run_name=f"trial-{trial.number}", tags=tags)
+        start_time = None if started is None else int(started * 1000)
+        for trial, config in zip(self.trials, self.lane_configs):
+            run_tags = tracking.run_tags(arm, config.params, **{**trial_tags(trial, self.options.worker), **tags})
+            run = self.client.create_run(
+                experiment, run_name=f"trial-{trial.number}", start_time=start_time,
+                tags={**run_tags, "mlflow.parentRunId": parent},
+            )  # fmt: skip
             params = {**tracking.config_params(config), **{f"search.{k}": str(v) for k, v in trial.params.items()}}
             self.client.log_batch(run.info.run_id, params=[mlflow.entities.Param(k, v) for k, v in params.items()])
             trial.set_user_attr("mlflow_run_id", run.info.run_id)
-            trial.set_user_attr("worker", options.worker)
+            trial.set_user_attr("worker", self.options.worker)
             trial.set_user_attr("seed", config.run.seed)
-            trial.set_user_attr("lanes", len(asked))
+            trial.set_user_attr("lanes", len(self.trials))
             self.run_ids.append(run.info.run_id)
 
     def lane_row(self, row: HistoryRow, index: int) -> HistoryRow:
@@ -180,8 +247,12 @@ class LaneTrials:
             train_episode_return=nan, train_episode_length=nan, per_seed=(mine,),
         )  # fmt: skip
 
+    def live_trials(self) -> list[Any]:
+        """The trials of the lanes still training (not pruned, failed or solved)."""
+        return [trial for index, trial in enumerate(self.trials) if index not in self.stopped_lanes]
+
     def observe(self, row: HistoryRow) -> float:
-        heartbeat(self.trials[0].study, [trial for i, trial in enumerate(self.trials) if i not in self.stopped_lanes])
+        heartbeat(self.trials[0].study, self.live_trials())
         for index, trial in enumerate(self.trials):
             if index in self.stopped_lanes:
                 continue
@@ -199,11 +270,13 @@ class LaneTrials:
         import mlflow
 
         self.histories[index].append(row)
+        if self.client is None:
+            return
         stamp = int(time.time() * 1000)
         self.unlogged[index].extend(mlflow.entities.Metric(k, v, stamp, int(row.step)) for k, v in row.metrics().items())
 
     def log_rows(self, index: int) -> None:
-        """Logs lane ``index``'s rows not logged yet to its trial's MLflow run."""
+        """Logs lane ``index``'s rows not logged yet to its trial's MLflow run (none without one)."""
         metrics, self.unlogged[index] = self.unlogged[index], []
         for first in range(0, len(metrics), 1000):  # MLflow's limit of metrics per batch
             self.client.log_batch(self.run_ids[index], metrics=metrics[first : first + 1000])
@@ -271,21 +344,27 @@ def record_lane(trial: Any, result: Any, config: Config) -> None:
 
 
 def run_programs(study: Any, arm: ArmProtocol, base: Config, options: TuneOptions, space: Space, parent: str) -> None:
-    """Trains programs of ``options.lanes`` trials until the study has ``n_trials`` finished ones
-    (or ``timeout`` passed). A program killed midway leaves its trials running; the storage's heartbeat fails them
-    when the study resumes, so they are never counted."""
-    from .study import finished_trials
+    """Trains programs of up to ``options.lanes`` trials until the study has ``n_trials`` finished ones (or
+    ``timeout`` passed), asking no more than :func:`~.study.trials_left` (other workers' running lanes count), and
+    waiting while the others' lanes run. A program's trials beat from a thread while it compiles and trains
+    (:class:`Heartbeat`); a program killed midway stops beating and its trials are failed (and queued again) once
+    their heartbeat is stale, by whichever worker looks next."""
+    from .study import finished_trials, trials_left
 
     started = time.perf_counter()
-    fail_stale(study)
-    while (left := options.n_trials - len(finished_trials(study))) > 0:
+    while len(finished_trials(study)) < options.n_trials:
         if options.timeout is not None and time.perf_counter() - started > options.timeout:
             break
-        count = min(left, options.lanes)
-        asked = ask_program(study, count, base, space, options.tuning_seeds, options.worker)
+        fail_stale(study)
+        left = trials_left(study, options.n_trials)
+        if left <= 0:  # the rest run in other workers' programs: wait for them (or for their heartbeats to stop)
+            time.sleep(options.heartbeat_interval)
+            continue
+        asked = ask_program(study, min(left, options.lanes), base, space, options.tuning_seeds, options.worker)
         lanes = LaneTrials(asked, options, arm, parent)
         try:
-            result = arm.train(asked[0][1], lanes)
+            with Heartbeat(study, lanes.live_trials, options.heartbeat_interval):
+                result = arm.train(asked[0][1], lanes)
         except Exception:
             import optuna
 

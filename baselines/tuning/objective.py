@@ -77,15 +77,19 @@ class TrackedTrial:
         objective: str = DEFAULT_OBJECTIVE,
         run: RunSettings | None = None,
         penalty_seconds: float = PENALTY_SECONDS,
+        log_rows: bool = True,
     ) -> None:
         self.trial = trial
         self.objective = objective
         self.run = run or TUNING_RUN
         self.penalty_seconds = penalty_seconds
+        self.log_rows = log_rows
+        """Whether each evaluation is logged to the active MLflow run (not on a Dask worker: the driver logs)."""
         self.history: list[HistoryRow] = []
 
     def observe(self, row: HistoryRow) -> float:
-        tracking.log_history_row(row)
+        if self.log_rows:
+            tracking.log_history_row(row)
         self.history.append(row)
         return objective_score(
             self.objective, self.history, self.run, final=False, penalty_seconds=self.penalty_seconds

@@ -12,6 +12,7 @@ from doors_gym.levels import LEVEL_NAMES, STUDY
 from .. import tracking
 from ..arms import ARMS, get_arm
 from ..config import check_at_least, field
+from ..executors import DASK, EXECUTORS, LOCAL, ExecutorOptions
 from .objective import TUNING_SEEDS
 from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS
 from .study import DEFAULT_STORAGE, GRACE_PERIOD, HEARTBEAT_INTERVAL
@@ -41,10 +42,20 @@ class TuneOptions:
     n_trials: int = field(40, "finished (complete or pruned) trials the study should end with")
     timeout: float | None = field(None, "stop starting trials after this many seconds")
     worker: int = field(0, "this worker's index when several share a study (keeps their samplers apart)")
-    workers: int = field(
-        1,
-        "worker processes this command starts on the study, each with its share of the cores and an index of its "
-        "own from --worker on; a worker that dies is replaced, its trial failed by the heartbeat and queued again",
+    workers: int | None = field(
+        None,
+        "local: worker processes this command starts on the study (default 1), each with its share of the cores and "
+        "an index of its own from --worker on, a worker that dies replaced; dask: the local cluster's worker processes "
+        "(default: one per core)",
+    )
+    executor: str = field(
+        LOCAL,
+        "where the trials train: local (in this command's processes) or dask (each program of trials a task on a Dask "
+        "cluster, asked and logged by this command; the dask extra)",
+        choices=EXECUTORS,
+    )
+    address: str | None = field(
+        None, "dask: the address of a running scheduler (tcp://HOST:8786) instead of a local cluster"
     )
     report: bool = field(
         True, "plots, confirmation, preset and summary after the trials (off in the workers --workers starts)", cli=False
@@ -106,7 +117,10 @@ class TuneOptions:
         ):
             raise ValueError(f"penalty_seconds={penalty!r} is out of range: expected a finite number >= 0")
         check_at_least("worker", self.worker, 0)
-        check_at_least("workers", self.workers, 1)
+        if self.workers is not None:
+            check_at_least("workers", self.workers, 1)
+        # the rules compare and ladder apply (--address needs dask, not with --workers, a tcp:// address)
+        ExecutorOptions(self.executor, self.workers if self.executor == DASK else None, self.address)
         start = self.resolved_start_from
         if start and start not in self.start_names and not pathlib.Path(start).is_file():
             raise ValueError(f"start_from={start!r} is neither one of {list(self.start_names)} nor a file")
@@ -119,6 +133,11 @@ class TuneOptions:
                 f"study_name={self.resolved_study_name!r} is invalid: "
                 "expected 1-128 letters, digits, '_', '.', ':', '-'"
             )
+
+    @property
+    def processes(self) -> int:
+        """The worker processes this command starts on the study with ``executor='local'`` (``workers``, else 1)."""
+        return self.workers or 1
 
     @property
     def lanes(self) -> int:

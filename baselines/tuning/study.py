@@ -109,9 +109,7 @@ def create_study(
         storage=storage,
         direction=OBJECTIVES[objective],
         load_if_exists=True,
-        pruner=optuna.pruners.HyperbandPruner(
-            min_resource=first_rung(total_steps, eval_every), max_resource=total_steps, reduction_factor=3
-        ),
+        pruner=make_pruner(total_steps, eval_every),
     )
     study.sampler = make_sampler(seed, len(study.trials), worker, constant_liar)
     if "arm" not in study.user_attrs:
@@ -139,6 +137,15 @@ def make_sampler(seed: int, trials: int, worker: int, constant_liar: bool = Fals
     sampler_seed = int(np.random.SeedSequence([seed, trials, worker]).generate_state(1)[0])
     return optuna.samplers.TPESampler(
         seed=sampler_seed, n_startup_trials=5, **({"constant_liar": True} if constant_liar else {})
+    )
+
+
+def make_pruner(total_steps: int, eval_every: int) -> Any:
+    """The study's Hyperband pruner: rungs from :func:`first_rung` up to the whole budget, a third kept at each."""
+    import optuna
+
+    return optuna.pruners.HyperbandPruner(
+        min_resource=first_rung(total_steps, eval_every), max_resource=total_steps, reduction_factor=3
     )
 
 
@@ -184,6 +191,29 @@ def finished_states() -> tuple[Any, ...]:
 def finished_trials(study: Any) -> list[Any]:
     """The study's complete and pruned trials (what ``--n-trials`` counts)."""
     return study.get_trials(deepcopy=False, states=finished_states())
+
+
+def trials_left(study: Any, n_trials: int) -> int:
+    """How many more trials may be asked for the study to end with ``n_trials`` finished ones: ``n_trials`` less
+    the finished and the running ones, whoever runs them (another worker's lanes included). A queued trial is not
+    counted: asking it makes it a running one."""
+    import optuna
+
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    return n_trials - len(finished_trials(study)) - len(running)
+
+
+class StopAtCount:
+    """An Optuna callback that stops ``Study.optimize`` once the study's finished and running trials (every
+    worker's) reach ``n_trials``; Optuna's ``MaxTrialsCallback`` counts the finished ones only, so each other worker's
+    running trial would become one trial too many."""
+
+    def __init__(self, n_trials: int) -> None:
+        self.n_trials = n_trials
+
+    def __call__(self, study: Any, trial: Any) -> None:
+        if trials_left(study, self.n_trials) <= 0:
+            study.stop()
 
 
 def parent_run_id(experiment_id: str, study_name: str, tags: dict[str, str], params: dict[str, str]) -> str:

@@ -3,8 +3,8 @@
 Each worker is a process of its own (spawned, never forked: JAX and forks do not mix) that runs
 :func:`~doors_gym_baselines.tuning.command.tune_worker` on the study with an index of its own (``--worker`` on), its
 threads held to its share of the cores (:func:`~doors_gym_baselines.runtime.worker_environment`). The study's
-trial count is shared (Optuna's ``MaxTrialsCallback`` in every worker counts the study's finished trials), so
-the workers stop together. A worker that dies (``kill -9``, out of memory) is replaced by a new one with the next
+trial count is shared: no worker asks more than the study's finished and running trials leave of ``--n-trials``
+(:func:`~.study.trials_left`), so the workers stop together. A worker that dies (``kill -9``, out of memory) is replaced by a new one with the next
 index while the study has fewer finished trials than asked; its running trial is failed by Optuna's heartbeat
 after the grace period and queued again (``RetryFailedTrialCallback``), so the study still reaches its count.
 The command then makes the study's plots, confirmation and preset itself, once.
@@ -46,11 +46,11 @@ def environment(values: dict[str, str]) -> Iterator[None]:
 
 
 def run_workers(options: Any, run: Any, base: Any, study: Any, worker_main: Callable[..., None]) -> None:
-    """Starts ``options.workers`` worker processes on the study, each running ``worker_main(options, run, base)``
+    """Starts ``options.processes`` worker processes on the study, each running ``worker_main(options, run, base)``
     with its own options, and watches them until none is left: a worker that died while the study still needs
     trials is replaced (at most twice the workers over the command's life). Ctrl-C stops them all."""
     context = multiprocessing.get_context("spawn")
-    share = max(1, available_cores() // options.workers)
+    share = max(1, available_cores() // options.processes)
     first = options.worker
 
     def start(index: int) -> Any:
@@ -62,8 +62,8 @@ def run_workers(options: Any, run: Any, base: Any, study: Any, worker_main: Call
             process.start()
         return process
 
-    processes = {index: start(index) for index in range(options.workers)}
-    replacements, next_index = 2 * options.workers, options.workers
+    processes = {index: start(index) for index in range(options.processes)}
+    replacements, next_index = 2 * options.processes, options.processes
     try:
         while processes:
             time.sleep(WATCH_SECONDS)

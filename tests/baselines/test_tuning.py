@@ -21,8 +21,9 @@ mlflow = needs("mlflow")
 needs("flax")
 needs("torch")
 
-from doors_gym_baselines import harness, serving, tracking, tuning  # noqa: E402
+from doors_gym_baselines import executors, harness, serving, tracking, tuning  # noqa: E402
 from doors_gym_baselines.tuning import scores, space  # noqa: E402
+from doors_gym_baselines.tuning.study import optuna_quiet  # noqa: E402
 from doors_gym_baselines.config import DQNConfig, Hyperparameters, RunSettings  # noqa: E402
 from doors_gym_baselines.metrics import HistoryRow  # noqa: E402
 
@@ -385,6 +386,17 @@ def test_two_workers_share_one_study(kind: str, arm: str, tmp_path: pathlib.Path
         (["tune", "--arm", "torch-numpy", "--penalty-seconds", "-1"], "--penalty-seconds -1.0 is out of range"),
         (["tune", "--arm", "torch-numpy", "--storage", "mysql+nosuch://u@h/db"], "is unreachable"),
         (["train", "--preset", "nowhere.yml"], "--preset 'nowhere.yml' is neither one of"),
+        (["tune", "--arm", "flax-scan", "--executor", "ray"], "invalid choice: 'ray'"),
+        (["tune", "--arm", "flax-scan", "--workers", "0"], "--workers 0 is out of range"),
+        (["tune", "--arm", "flax-scan", "--address", "tcp://h:8786"], "--address 'tcp://h:8786' needs --executor"),
+        (
+            ["tune", "--arm", "flax-scan", "--executor", "dask", "--address", "h:8786"],
+            "--address 'h:8786' is not a scheduler address: expected tcp://HOST:PORT",
+        ),
+        (
+            ["tune", "--arm", "flax-scan", "--executor", "dask", "--workers", "2", "--address", "tcp://h:8786"],
+            "--workers 2 does not go with --address 'tcp://h:8786'",
+        ),
     ],
 )
 def test_bad_flags_exit_2_with_a_clear_message(
@@ -559,3 +571,170 @@ def test_experiments_open_on_their_runs_in_mlflow_3(tmp_path) -> None:
     for name in ("new", "older"):
         tags = client.get_experiment_by_name(name).tags
         assert tags["mlflow.experimentKind"] == "custom_model_development", (name, tags)
+
+
+# --- trials asked centrally: queued trials under lanes, the stop rule, heartbeats ----------------------------------
+
+
+def _lane_study() -> tuple[object, object, list, list[str]]:
+    """``(study, base, space, shared)``: an in-memory study of flax-scan's space and its program coordinates."""
+    from doors_gym_baselines.arms import get_arm
+    from doors_gym_baselines.config import make_config
+    from doors_gym_baselines.tuning.lanes import program_coordinates
+
+    base = make_config(Hyperparameters(), RunSettings(seed=0, total_steps=2_000, eval_every=1_000))
+    search = space.space_of(get_arm("flax-scan"), base.params)
+    with optuna_quiet():
+        study = optuna.create_study(direction="minimize")
+    return study, base, search, program_coordinates(search)
+
+
+def _points_of_two_programs(base, search, shared) -> tuple[dict, dict]:
+    """Two points of ``search`` whose program coordinates differ."""
+    points = []
+    for seed in range(50):
+        with optuna_quiet():
+            draw = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+        trial = draw.ask()
+        space.suggest_hyperparameters(trial, base.hyperparameters, search)
+        points.append(dict(trial.params))
+        if any(points[-1][name] != points[0][name] for name in shared):
+            return points[0], points[-1]
+    raise AssertionError("no two random points of different programs")
+
+
+def _coordinates(trial, shared) -> tuple:
+    return tuple(trial.params[name] for name in shared)
+
+
+def test_a_queued_trial_of_another_program_leads_a_program_of_its_own() -> None:
+    from doors_gym_baselines.tuning.lanes import ask_program
+
+    study, base, search, shared = _lane_study()
+    first, second = _points_of_two_programs(base, search, shared)
+    study.enqueue_trial(first)
+    study.enqueue_trial(second)  # both queued again after their workers died, say
+
+    program = ask_program(study, 3, base, search, tuning_seeds=10)
+    assert [trial.params for trial, _ in program] == [first], "the second queued trial fits no program of the first's"
+    program = ask_program(study, 3, base, search, tuning_seeds=10)
+    assert program[0][0].params == second and len(program) == 3
+    assert len({_coordinates(trial, shared) for trial, _ in program}) == 1
+    states = [trial.state for trial in study.trials]
+    assert optuna.trial.TrialState.FAIL not in states and optuna.trial.TrialState.WAITING not in states
+
+
+def test_a_queued_trial_drawn_as_a_later_lane_is_retried_in_a_program_of_its_own(monkeypatch) -> None:
+    from doors_gym_baselines.tuning import lanes
+
+    study, base, search, shared = _lane_study()
+    first, second = _points_of_two_programs(base, search, shared)
+    beats = []
+
+    def queue_during_the_asking(study_, trials):  # another process queues a trial between two lanes' asking
+        beats.append(trials)
+        if len(beats) == 1:
+            study_.enqueue_trial(second)
+
+    monkeypatch.setattr(lanes, "heartbeat", queue_during_the_asking)
+    study.enqueue_trial(first)
+    program = lanes.ask_program(study, 3, base, search, tuning_seeds=10)
+    assert [trial.params for trial, _ in program] == [first]
+    handed_back = [trial for trial in study.trials if trial.state == optuna.trial.TrialState.FAIL]
+    assert len(handed_back) == 1 and handed_back[0].params == second
+
+    program = lanes.ask_program(study, 3, base, search, tuning_seeds=10)
+    assert program[0][0].params == second, "the queued trial is retried, leading the next program"
+    assert program[0][0].user_attrs["handed_back_from"] == handed_back[0].number
+    assert len({_coordinates(trial, shared) for trial, _ in program}) == 1
+
+
+def test_the_stop_rule_counts_every_workers_running_trials() -> None:
+    with optuna_quiet():
+        study = optuna.create_study()
+    study.optimize(lambda trial: trial.suggest_float("x", 0.0, 1.0), n_trials=1)
+    others = [study.ask() for _ in range(2)]  # another worker's lanes, running
+    assert tuning.trials_left(study, 4) == 1
+    assert tuning.trials_left(study, 3) == 0
+
+    with optuna_quiet():
+        study.optimize(
+            lambda trial: trial.suggest_float("x", 0.0, 1.0), n_trials=10, callbacks=[tuning.StopAtCount(5)]
+        )
+    assert len(tuning.finished_trials(study)) == 3, "3 finished and 2 running: 5, not 5 finished and 2 more"
+    for trial in others:
+        study.tell(trial, 0.5)
+    assert len(tuning.finished_trials(study)) == 5
+
+
+def test_a_program_beats_while_it_compiles_so_a_new_worker_never_fails_it(tmp_path: pathlib.Path) -> None:
+    from optuna.storages import fail_stale_trials
+
+    from doors_gym_baselines.tuning.lanes import Heartbeat, heartbeat
+
+    storage = tuning.open_storage(f"sqlite:///{tmp_path / 'optuna.db'}", heartbeat_interval=1, grace_period=1)
+    with optuna_quiet():
+        study = optuna.create_study(study_name="beats", storage=storage)
+    with pytest.warns(UserWarning, match="Heartbeat of storage"):
+        beating, silent = study.ask(), study.ask()
+    heartbeat(study, [beating, silent])  # as each is asked (lanes.ask_program)
+    with Heartbeat(study, lambda: [beating], interval=0.2):
+        time.sleep(1.6)  # a compile longer than the grace period, no evaluation yet
+        with pytest.warns(optuna.exceptions.ExperimentalWarning):
+            fail_stale_trials(study)  # what a worker starting now does
+    states = {trial.number: trial.state for trial in study.get_trials(deepcopy=False)}
+    assert states[beating.number] == optuna.trial.TrialState.RUNNING
+    assert states[silent.number] == optuna.trial.TrialState.FAIL
+
+
+def _dask_workers(driver: subprocess.Popen) -> list:
+    """The worker processes of the local Dask cluster a ``tune --executor dask`` driver started (spawned children
+    that are neither Dask's nor multiprocessing's helpers)."""
+    import psutil
+
+    children = psutil.Process(driver.pid).children(recursive=True)
+    return [child for child in children if "spawn_main" in " ".join(child.cmdline())]
+
+
+@pytest.mark.slow
+def test_tune_on_dask_ends_with_exactly_n_trials_after_a_worker_is_killed(tmp_path: pathlib.Path) -> None:
+    needs("distributed")
+    storage, tracking_uri = _store(tmp_path)
+    command = _tune_command(
+        tmp_path, "--arm", "flax-scan", "--executor", "dask", "--workers", "2", "--n-trials", "6",
+        "--trials-per-program", "3", "--grace-period", "5",
+    )  # fmt: skip
+    driver = subprocess.Popen(
+        command, cwd=tmp_path, env=_subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    study_name = "dqn-flax-scan-time-to-solved"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and driver.poll() is None:  # both programs sent: 6 trials running
+        running = [t for t in _all_trials(storage, study_name) if t.state == optuna.trial.TrialState.RUNNING]
+        if len(running) == 6:
+            break
+        time.sleep(0.5)
+    time.sleep(2.0)  # their workers compile and train
+    workers = _dask_workers(driver)
+    assert len(workers) == 2 and not tuning.finished_trials(optuna.load_study(study_name=study_name, storage=storage))
+    workers[0].kill()
+    output, _ = driver.communicate(timeout=300)
+    assert driver.returncode == 0, output[-3000:]
+    assert "died while running it; Dask runs it again" in output, output[-3000:]
+
+    trials = _all_trials(storage, study_name)
+    assert len(tuning.finished_trials(optuna.load_study(study_name=study_name, storage=storage))) == 6
+    assert len(trials) == 6, "no trial failed, none asked beyond --n-trials"
+    client, parents, children = _runs(tracking_uri, tuning.DEFAULT_EXPERIMENT)
+    assert len(parents) == 1 and len(children) == 6
+    assert {child.info.status for child in children} == {"FINISHED"}
+    retried = [child for child in children if executors.RETRIED_TAG in child.data.tags]
+    assert len(retried) == 3, "the killed worker's program: its 3 trials, each logged once"
+    assert {trial.user_attrs["mlflow_run_id"] for trial in trials} == {child.info.run_id for child in children}
+
+
+def _all_trials(storage: str, study_name: str) -> list:
+    try:
+        return optuna.load_study(study_name=study_name, storage=storage).get_trials(deepcopy=False)
+    except KeyError:
+        return []
