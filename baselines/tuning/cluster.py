@@ -35,6 +35,7 @@ from ..metrics import HistoryRow
 from .lanes import Heartbeat, LaneTrials, ask_program, describe_program, fail_stale, finish_program
 from .objective import TrackedTrial, log_score, record_result, trial_status, trial_tags
 from .options import TuneOptions
+from .scores import describe_trial
 from .space import Space
 from .study import finished_trials, make_pruner, open_storage, trials_left
 
@@ -231,7 +232,6 @@ def record_trial(
     import mlflow
     import optuna
 
-    from .command import describe_trial
     from .space import space_of
 
     trial, config = asked

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-import textwrap
 from typing import Any
 
 from doors_gym.levels import STUDY
@@ -31,7 +30,7 @@ from .lanes import check_lanes_arm, run_programs
 from .objective import TUNING_RUN, check_trial_run, make_objective
 from .options import TuneOptions
 from .plots import log_study_plots, write_study_summary
-from .scores import DEFAULT_OBJECTIVE, describe_score
+from .scores import DEFAULT_OBJECTIVE, describe_score, describe_trial, indented
 from .space import SPACE, Space, hyperparameters_from_params, space_of
 from .workers import run_workers
 from .study import (
@@ -199,32 +198,6 @@ class TrialPrinter:
 
     def __call__(self, study: Any, trial: Any) -> None:
         print(describe_trial(study, trial, self.objective, self.base, self.space), flush=True)
-
-
-def describe_trial(study: Any, trial: Any, objective: str, base: Any, space: Space = SPACE) -> str:
-    """A finished trial for people: state, seed, score with its unit, the best so far, its hyperparameters."""
-    seed = trial.user_attrs.get("seed", "?")
-    state = trial.state.name.lower()
-    if state == "complete":
-        outcome = describe_score(objective, trial.value, trial.user_attrs.get("solved"))
-    elif state == "pruned":
-        outcome = f"pruned after {trial.last_step or 0} env steps"
-    else:
-        outcome = state
-    try:
-        best = study.best_trial
-        best_text = f"best: trial {best.number}, {describe_score(objective, best.value, best.user_attrs.get('solved'))}"
-    except ValueError:
-        best_text = "no complete trial yet"
-    hyperparameters = "-"
-    if trial.params:
-        hyperparameters = describe_hyperparameters(hyperparameters_from_params(trial.params, base, space))
-    return f"trial {trial.number} (seed {seed}): {outcome}; {best_text}\n{indented(hyperparameters)}"
-
-
-def indented(text: str) -> str:
-    """``text`` indented under the line before, wrapped to the width of a terminal's output (100 columns)."""
-    return textwrap.fill(text, width=100, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
 
 
 def describe(study: Any, options: TuneOptions) -> str:

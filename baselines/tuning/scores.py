@@ -16,12 +16,15 @@ curve at the end):
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..config import RunSettings
+from ..config import RunSettings, describe_hyperparameters
 from ..metrics import SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, HistoryRow, solved_since
+from .space import SPACE, Space, hyperparameters_from_params
 
 OBJECTIVES = {"time-to-solved": "minimize", "learning-curve": "maximize"}
 """Each tuning objective and the direction its study optimises."""
@@ -104,3 +107,29 @@ def describe_score(objective: str, score: float, solved: bool | None = None) -> 
             return f"{score:.1f} s (not solved: its wall time plus the penalty)"
         return f"{score:.1f} {OBJECTIVE_UNITS[objective]}"
     return f"{score:.3f} {OBJECTIVE_UNITS[objective]}"
+
+
+def describe_trial(study: Any, trial: Any, objective: str, base: Any, space: Space = SPACE) -> str:
+    """A finished trial for people: state, seed, score with its unit, the best so far, its hyperparameters."""
+    seed = trial.user_attrs.get("seed", "?")
+    state = trial.state.name.lower()
+    if state == "complete":
+        outcome = describe_score(objective, trial.value, trial.user_attrs.get("solved"))
+    elif state == "pruned":
+        outcome = f"pruned after {trial.last_step or 0} env steps"
+    else:
+        outcome = state
+    try:
+        best = study.best_trial
+        best_text = f"best: trial {best.number}, {describe_score(objective, best.value, best.user_attrs.get('solved'))}"
+    except ValueError:
+        best_text = "no complete trial yet"
+    hyperparameters = "-"
+    if trial.params:
+        hyperparameters = describe_hyperparameters(hyperparameters_from_params(trial.params, base, space))
+    return f"trial {trial.number} (seed {seed}): {outcome}; {best_text}\n{indented(hyperparameters)}"
+
+
+def indented(text: str) -> str:
+    """``text`` indented under the line before, wrapped to the width of a terminal's output (100 columns)."""
+    return textwrap.fill(text, width=100, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
