@@ -107,7 +107,9 @@ def shim(tree: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
     """A folder whose ``doors_gym`` and ``doors_gym_baselines`` are ``tree``'s (put first on ``PYTHONPATH``)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "doors_gym").symlink_to(tree / "doors_gym")
-    (folder / "doors_gym_baselines").symlink_to(tree / "baselines")
+    # a tree from before the folder was named as its package imports holds it as baselines/
+    named = tree / "doors_gym_baselines"
+    (folder / "doors_gym_baselines").symlink_to(named if named.is_dir() else tree / "baselines")
     return folder
 
 

@@ -14,8 +14,8 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 UPPER = ("doors_gym_baselines", "baselines")
-PACKAGES = {"doors_gym": ROOT / "doors_gym", "doors_gym_baselines": ROOT / "baselines"}
-"""Each project package and its folder (the baselines install as ``doors_gym_baselines`` from ``baselines/``)."""
+PACKAGES = {name: ROOT / name for name in ("doors_gym", "doors_gym_baselines")}
+"""Each project package and its folder (each folder is named as its package imports)."""
 
 LAYERS = (
     ("config", "schedules", "metrics", "runtime", "cells", "flags", "ranges"),

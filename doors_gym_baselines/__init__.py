@@ -1,7 +1,6 @@
 """DQN baselines on Doors: PyTorch and Flax against both envs, a fully jitted Flax arm, tuning and comparison.
 
-Installed as ``doors_gym_baselines`` (so it never clashes with another
-distribution's top-level ``baselines``); from a clone, ``python -m baselines.dqn_torch``.
+Named ``doors_gym_baselines`` (so it never clashes with another distribution's top-level ``baselines``).
 Every arm exposes ``train(config, trial=None) -> TrainResult``; ``tuning`` runs
 Optuna studies over them and ``compare`` trains them side by side, both tracked
 in MLflow (``tracking``).

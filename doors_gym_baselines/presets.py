@@ -68,7 +68,7 @@ def preset_field(what: str) -> Any:
         f"hyperparameters and budget of {what}: {', '.join(NAMES)}, or a preset file (YAML)",
         metavar="NAME|FILE",
         switches={
-            "tuned": "each arm's own tuned preset (baselines/hyperparams/<arm>.yml): it stops once solved",
+            "tuned": "each arm's own tuned preset (doors_gym_baselines/hyperparams/<arm>.yml): it stops once solved",
             "shared": "one preset for every arm, like for like: the same network, hyperparameters and budget",
             "quick": "a hand-checked point of the search space, 100k env steps per seed",
             "full": "the study's protocol: the defaults, 500k env steps per seed",
