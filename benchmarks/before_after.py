@@ -46,10 +46,13 @@ PROBE = textwrap.dedent(
     config = DQNConfig.of(hidden_sizes=(128, 128), batch_size=128, num_envs=16, seed=0, quiet=True)
     rng = np.random.default_rng(0)
     size = 128
-    try:  # after: the learners read cells
-        from doors_gym_baselines.cells import encode
-    except ImportError:  # before: grids, int8 as its replay buffer stored them
-        encode = None
+    try:  # after: the learners read cells (in learners/ since the modules were grouped)
+        from doors_gym_baselines.learners.cells import encode
+    except ImportError:
+        try:
+            from doors_gym_baselines.cells import encode
+        except ImportError:  # before: grids, int8 as its replay buffer stored them
+            encode = None
     obs = np.zeros((2, size, 225), dtype=np.int8)
     rows = np.arange(size)
     for grid in obs:
@@ -64,8 +67,12 @@ PROBE = textwrap.dedent(
 
     if arm == "flax-scan":
         import jax, jax.numpy as jnp
-        from doors_gym_baselines.dqn_flax_scan import make_train
-        from doors_gym_baselines.scan_profile import phase_functions
+        try:  # the learners sit in learners/ since the modules were grouped
+            from doors_gym_baselines.learners.dqn_flax_scan import make_train
+            from doors_gym_baselines.learners.scan_profile import phase_functions
+        except ImportError:
+            from doors_gym_baselines.dqn_flax_scan import make_train
+            from doors_gym_baselines.scan_profile import phase_functions
         parts, pieces = make_train(config), phase_functions(config)
         keys = jax.vmap(jax.random.key)(jnp.arange(1))
         runner = jax.jit(jax.vmap(parts.init))(keys)

@@ -28,7 +28,7 @@ import yaml
 from doors_gym.levels import LEVEL_NAMES
 from doors_gym_baselines.arms import ARMS, get_arm
 from doors_gym_baselines.levels import TrainingLevel
-from doors_gym_baselines.metrics import HistoryRow, solved_reward
+from doors_gym_baselines.harness.metrics import HistoryRow, solved_reward
 from doors_gym_baselines.presets import load_preset
 
 

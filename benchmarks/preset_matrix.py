@@ -29,7 +29,7 @@ from _timing import machine_line, markdown_table  # noqa: E402
 from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import Hyperparameters  # noqa: E402
 from doors_gym_baselines.runtime import prepare_host_devices  # noqa: E402
-from doors_gym_baselines.metrics import seconds_to_solved  # noqa: E402
+from doors_gym_baselines.harness.metrics import seconds_to_solved  # noqa: E402
 from doors_gym_baselines.presets import SHARED, HYPERPARAMS_DIR, load_preset, tuned_path, write_preset  # noqa: E402
 from doors_gym_baselines.tuning import objective_score  # noqa: E402
 

@@ -8,10 +8,11 @@ in MLflow (``tracking``).
 
 
 def __getattr__(name: str) -> object:
-    """``doors_gym_baselines.compare``, imported when first used: the module, callable as
-    :func:`doors_gym_baselines.compare.compare_arms` (``doors_gym_baselines.compare([my_arm, "torch-numpy"])``)."""
+    """``doors_gym_baselines.compare``, imported when first used: the module
+    :mod:`doors_gym_baselines.experiments.compare`, callable as its
+    :func:`~doors_gym_baselines.experiments.compare.compare_arms` (``doors_gym_baselines.compare([my_arm, "torch-numpy"])``)."""
     if name == "compare":
         import importlib
 
-        return importlib.import_module(f"{__name__}.compare")
+        return importlib.import_module(f"{__name__}.experiments.compare")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

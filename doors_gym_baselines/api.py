@@ -15,12 +15,12 @@ of the same names (``config.run.torch_threads``, ``config.run.jax_cache``) aroun
 """
 
 from .arm import Arm, ArmProtocol, StudyFigures, arm_for_env
-from .cells import HIDDEN, encode
+from .learners.cells import HIDDEN, encode
 from .config import Config, RunSettings, field
-from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
+from .harness.evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
 from .harness import EvaluationSchedule, Reporter, finish
-from .metrics import HistoryRow, TrainResult
-from .ranges import LINEAR, ONE_MINUS, POWER_OF_TWO, Range, Scale
+from .harness.metrics import HistoryRow, TrainResult
+from .config.ranges import LINEAR, ONE_MINUS, POWER_OF_TWO, Range, Scale
 from .runtime import jax_compilation_cache, torch_threads
 
 __all__ = [

@@ -99,7 +99,7 @@ class ArmProtocol(Protocol):
         """``config`` as this arm trains it; ``ValueError`` naming what it cannot train."""
 
     def train(self, config: Config, trial: Any = None) -> Any:
-        """Trains; returns a :class:`~doors_gym_baselines.metrics.TrainResult` (phase timings, history, model).
+        """Trains; returns a :class:`~doors_gym_baselines.harness.metrics.TrainResult` (phase timings, history, model).
 
         Its model has ``act(obs)``, greedy actions ``(batch,)``, and ``q_values(obs)``, ``(batch, 5)`` float
         (the columns of its MLflow model), for grid observations ``(batch, H * W)``."""

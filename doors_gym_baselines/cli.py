@@ -23,12 +23,12 @@ from typing import Any
 from doors_gym import cli as doors_cli
 from doors_gym.levels import STUDY
 
-from . import flags
+from .config import flags
 from . import runtime
 from .arms import ARMS, get_arm
-from .compare import CompareOptions
-from .executors import ExecutorOptions, RunsFailed, open_executor
-from .enjoy import LARGEST_CELL_PIXELS
+from .experiments.compare import CompareOptions
+from .experiments.executors import ExecutorOptions, RunsFailed, open_executor
+from .serving.enjoy import LARGEST_CELL_PIXELS
 from .config import HYPERPARAMETER_NAMES, LAYOUT_NAMES, Config, Hyperparameters, RunSettings, field_names
 from .levels import TrainingLevel
 from .presets import RUN_FIELDS, PresetOptions
@@ -100,7 +100,7 @@ def add_machinery_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``ladder`` flags: the ladder's settings and the machinery of every run."""
-    from .ladder import LadderOptions
+    from .experiments.ladder import LadderOptions
 
     flags.add_arguments(parser.add_argument_group("ladder"), LadderOptions)
     add_machinery_arguments(parser)
@@ -288,7 +288,7 @@ def check_writable(path: pathlib.Path) -> None:
 @in_command
 def run_enjoy(args: argparse.Namespace) -> int:
     """``doors-gym enjoy``: greedy episodes of a saved model."""
-    from .enjoy import describe, enjoy
+    from .serving.enjoy import describe, enjoy
 
     arm = None if args.arm is None else get_arm(args.arm)
     figures = enjoy(
@@ -318,7 +318,7 @@ def run_tune(args: argparse.Namespace) -> int:
 @in_command
 def run_compare(args: argparse.Namespace) -> int:
     """``doors-gym compare``: every arm over several seeds, the table and the plot."""
-    from .compare import compare
+    from .experiments.compare import compare
 
     options = CompareOptions(**flags.values_from(CompareOptions, args))
     # The budget flags are the comparison's overrides of its preset; the run settings are the layout and machinery.
@@ -334,7 +334,7 @@ def run_compare(args: argparse.Namespace) -> int:
 @in_command
 def run_ladder(args: argparse.Namespace) -> int:
     """``doors-gym ladder``: a comparison per level, then the ladder's table and plot."""
-    from .ladder import LadderOptions, ladder
+    from .experiments.ladder import LadderOptions, ladder
 
     options = LadderOptions(**flags.values_from(LadderOptions, args))
     machinery = flags.values_from(RunSettings, args, include=("vectorization", "device", "quiet"))

@@ -21,7 +21,7 @@ from doors_gym.core import DoorsParams
 from doors_gym.levels import STUDY, get_level
 
 from .config import ENV_IDS, LAYOUT_NAMES, RunSettings, level_env_id
-from .metrics import solved_reward
+from .harness.metrics import solved_reward
 from .presets import Preset, level_preset, preset_at
 
 NUMPY_BACKEND, JAX_BACKEND = ENV_IDS

@@ -11,7 +11,7 @@ Nothing here runs at import or while a parser is built: a command (``train``, ``
 - MLflow's environment (:func:`mlflow_environment`): no telemetry (nothing here may use the network) and
   no per-download progress bars, for the command, put back after;
 - a worker process's threads (:func:`worker_environment`), given to the processes a command starts (a local
-  cluster's, a tuning worker's) and set by a Dask worker itself (:mod:`~doors_gym_baselines.worker_threads`).
+  cluster's, a tuning worker's) and set by a Dask worker itself (:mod:`~doors_gym_baselines.experiments.worker_threads`).
 
 Plots draw on figures of their own (``matplotlib.figure.Figure``), so no backend is ever chosen for the
 process.

@@ -28,7 +28,7 @@ import doors_gym
 
 from .arm import ArmProtocol, env_label_at
 from .config import field, first_line
-from .metrics import HistoryRow, TrainResult
+from .harness.metrics import HistoryRow, TrainResult
 from .runtime import mlflow_environment
 from .serving import log_model
 

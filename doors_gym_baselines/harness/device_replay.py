@@ -1,7 +1,7 @@
 """The fully jitted arm's replay buffer: env states' positions on the device, written in place, sampled as cells.
 
 The buffer stores the agent's and goal's positions of env states (4 int32 each side), not observations; a
-sample reads the agent's and the goal's cells (:mod:`doors_gym_baselines.cells`) off the sampled positions, so
+sample reads the agent's and the goal's cells (:mod:`doors_gym_baselines.learners.cells`) off the sampled positions, so
 no grid is ever built or searched. The episode's doors (``state.doors``, where they are random) go to the layout
 table of :mod:`.replay` (one int16 row per episode, the transition an int32 index into it), so a transition
 takes 48 B at every level. Every function is pure and traces under ``jit``, ``vmap`` and ``lax.scan``.
@@ -17,7 +17,7 @@ import numpy as np
 
 from doors_gym.core import DoorsState
 
-from ..cells import CELLS_DTYPE, HIDDEN
+from ..learners.cells import CELLS_DTYPE, HIDDEN
 from .replay import LAYOUT_DTYPE, NO_LAYOUT, layouts_per_env
 
 TRUNCATED = 2.0
@@ -43,7 +43,7 @@ class Buffer(NamedTuple):
 
 
 def cells_of_states(state: Any, width: int) -> jax.Array:
-    """The cells (:mod:`~doors_gym_baselines.cells`) of env states, read off them: ``(..., 2)`` int32, followed
+    """The cells (:mod:`~doors_gym_baselines.learners.cells`) of env states, read off them: ``(..., 2)`` int32, followed
     by the episode's door columns (``state.doors`` flattened, ``(..., 2 + n_walls * n_doors)``) where the doors
     are random."""
     agent = state.agent_row * width + state.agent_col

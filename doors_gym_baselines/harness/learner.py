@@ -17,7 +17,7 @@ return's discounted sum and ``discounts`` (``gamma ** steps taken``) follows."""
 class Learner(Protocol):
     """A framework's networks and gradient step; everything the host loop reads of them is declared here.
 
-    Its network reads the cells of :mod:`doors_gym_baselines.cells`, which the loop finds once per
+    Its network reads the cells of :mod:`doors_gym_baselines.learners.cells`, which the loop finds once per
     observation. An update returns its loss as the framework's own scalar, without waiting for it: the
     loop reads losses (:meth:`read_losses`) only where it logs them, so no update waits on the host.
     The trained learner is the run's model: :meth:`act` is its public policy, :meth:`save` its file.

@@ -20,11 +20,11 @@ import numpy as np
 import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import core
 
-from .. import cells as cell_codes
+from ..learners import cells as cell_codes
 from ..arm import Arm
 from ..config import DQNConfig, level_env_id
-from ..evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
-from ..metrics import HistoryRow, TrainResult, solved_reward
+from .evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
+from .metrics import HistoryRow, TrainResult, solved_reward
 from .learner import Learner
 from .progress import Progress
 from .replay import ReplayBuffer, learned_reward, min_episode_steps
@@ -67,7 +67,7 @@ def make_envs(config: DQNConfig) -> gym.vector.VectorEnv:
 class Rollout:
     """The training envs, the replay buffer and the episode figures under a learner's epsilon-greedy policy.
 
-    The cells of each observation are found once (:func:`doors_gym_baselines.cells.encode`): the learner
+    The cells of each observation are found once (:func:`doors_gym_baselines.learners.cells.encode`): the learner
     acts on them and the replay buffer stores them.
     """
 
@@ -209,7 +209,7 @@ def train(
             as :class:`~.schedule.GreedyReward`), or None.
 
     Returns:
-        A :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the learner.
+        A :class:`~doors_gym_baselines.harness.metrics.TrainResult` whose ``model`` is the learner.
     """
     start = time.perf_counter()
     hyper = config.hyperparameters

@@ -17,7 +17,7 @@ import numpy as np
 
 from doors_gym.core import DoorsParams
 
-from ..cells import CELLS_DTYPE
+from ..learners.cells import CELLS_DTYPE
 
 LAYOUT_DTYPE = np.int32
 """A stored transition's row in the layout table."""
@@ -62,7 +62,7 @@ class ReplayBuffer:
     """A circular buffer of transitions, sampled uniformly; observations are stored as their cells.
 
     A transition's observation and next observation are their ``(agent, goal)`` cells
-    (:mod:`doors_gym_baselines.cells`), what every network reads: four bytes each instead of the grid.
+    (:mod:`doors_gym_baselines.learners.cells`), what every network reads: four bytes each instead of the grid.
     Where the input carries door columns (``doors`` of them per observation) they are the episode's layout,
     kept once per episode in the layout table (see the module's docstring): ``num_envs * M`` rows of ``doors``
     int16 (:meth:`layout_bytes`; ``M`` from ``capacity``, ``num_envs`` and ``min_episode_steps``, which

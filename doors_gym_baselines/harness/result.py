@@ -7,8 +7,8 @@ from typing import Any
 
 from ..arm import Arm, env_label_at
 from ..config import DQNConfig
-from ..evaluation import Evaluation
-from ..metrics import HistoryRow, Timings, TrainResult
+from .evaluation import Evaluation
+from .metrics import HistoryRow, Timings, TrainResult
 
 
 def finish(

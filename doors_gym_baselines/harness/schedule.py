@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from ..arm import Arm
 from ..config import DQNConfig
-from ..evaluation import Evaluation
-from ..metrics import HistoryRow, TrainResult, solved_since
+from .evaluation import Evaluation
+from .metrics import HistoryRow, TrainResult, solved_since
 from .result import finish
 
 

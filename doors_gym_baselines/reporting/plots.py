@@ -12,7 +12,7 @@ import numpy as np
 
 from ..arm import Arm
 from ..arms import ARMS
-from ..metrics import PHASES
+from ..harness.metrics import PHASES
 from .records import ArmRuns, Summary, published_arms
 
 

@@ -19,8 +19,8 @@ from doors_gym.core import DoorsParams
 from ..arm import Arm
 from ..arms import ARMS, REFERENCE_ARM
 from ..config import Config
-from ..evaluation import evaluate_greedy
-from ..metrics import PHASES, SOLVED_ROLLING_REWARD, TrainResult, first_window, is_solved, solved_since
+from ..harness.evaluation import evaluate_greedy
+from ..harness.metrics import PHASES, SOLVED_ROLLING_REWARD, TrainResult, first_window, is_solved, solved_since
 from .statistics import Interval, iqm_interval
 
 FIGURES = ("rolling_reward", "greedy_success_rate", "greedy_normalised_return", "greedy_step_reward")
@@ -47,14 +47,14 @@ class SeedRun:
     wall_seconds: float
     seconds_to_solved: float
     """Wall seconds (compile included) to the evaluation from which the seed stayed solved through the hold-out
-    window to the end of its run (NaN if it did not; see :func:`~doors_gym_baselines.metrics.seconds_to_solved`)."""
+    window to the end of its run (NaN if it did not; see :func:`~doors_gym_baselines.harness.metrics.seconds_to_solved`)."""
     rolling_reward: float
     greedy_success_rate: float
     greedy_normalised_return: float
     greedy_step_reward: float
     curve: tuple[CurvePoint, ...] = ()
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
-    """Seconds of each phase of the run (see :class:`~doors_gym_baselines.metrics.Timings`), this seed's share."""
+    """Seconds of each phase of the run (see :class:`~doors_gym_baselines.harness.metrics.Timings`), this seed's share."""
     updates: int = 0
     """Gradient updates of this seed."""
     env_steps: int = 0

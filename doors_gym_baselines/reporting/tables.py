@@ -24,8 +24,8 @@ from doors_gym.levels import STUDY
 
 from ..arms import REFERENCE_ARM
 from ..config import Config, level_of
-from ..evaluation import describe_evaluation
-from ..metrics import PHASES, SOLVED_SUCCESS, solved_reward
+from ..harness.evaluation import describe_evaluation
+from ..harness.metrics import PHASES, SOLVED_SUCCESS, solved_reward
 from .records import FIGURES, INTERVAL_FIGURES, ArmRuns, Summary, published_arms
 
 

@@ -3,7 +3,7 @@ them as the K lanes of one compiled program of an arm that trains seeds together
 
 The first trial of a program samples every coordinate; the others are asked with the coordinates that fix the
 program's arrays and control flow (network, batch, buffer, env count, train frequency, optimizer) set to the
-first's, and sample the rest (:data:`~doors_gym_baselines.scan_lanes.PER_LANE`), so TPE (with its constant liar)
+first's, and sample the rest (:data:`~doors_gym_baselines.learners.scan_lanes.PER_LANE`), so TPE (with its constant liar)
 searches the shapes program by program and the rest lane by lane. Each lane reports its own curve to its trial
 at every evaluation; a pruned, failed or solved lane freezes while the others train on.
 
@@ -24,7 +24,7 @@ from typing import Any
 from .. import tracking
 from ..arm import ArmProtocol
 from ..config import Config, make_config
-from ..metrics import HistoryRow, solved_since
+from ..harness.metrics import HistoryRow, solved_since
 from .objective import record_result, trial_tags
 from .options import TuneOptions
 from .scores import objective_score
@@ -67,7 +67,7 @@ def fail_stale(study: Any) -> None:
 
 def program_coordinates(space: Space) -> list[str]:
     """The coordinates of ``space`` every lane of a program shares (those that set no per-lane hyperparameter)."""
-    from ..scan_lanes import PER_LANE  # JAX loads when lanes are used, not when `tune` is imported
+    from ..learners.scan_lanes import PER_LANE  # JAX loads when lanes are used, not when `tune` is imported
 
     return [coordinate.name for coordinate in space if coordinate.target not in PER_LANE]
 

@@ -18,7 +18,7 @@ from typing import Any
 from .. import tracking
 from ..arms import get_arm
 from ..config import Config, RunSettings, make_config
-from ..metrics import HistoryRow, TrainResult, seconds_to_solved
+from ..harness.metrics import HistoryRow, TrainResult, seconds_to_solved
 from ..presets import TO_SOLVED
 from .scores import DEFAULT_OBJECTIVE, PENALTY_SECONDS, objective_score
 from .space import space_of, suggest_hyperparameters

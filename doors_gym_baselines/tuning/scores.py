@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..config import RunSettings
-from ..metrics import SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, HistoryRow, solved_since
+from ..harness.metrics import SOLVED_ROLLING_REWARD, SOLVED_SUCCESS, HistoryRow, solved_since
 
 OBJECTIVES = {"time-to-solved": "minimize", "learning-curve": "maximize"}
 """Each tuning objective and the direction its study optimises."""

@@ -1,6 +1,6 @@
 """The tuning search space: one table of coordinates, sampled in well-conditioned coordinates (RL Zoo's manner).
 
-Each coordinate (:class:`~doors_gym_baselines.ranges.Range`) carries its range and its scale, the map
+Each coordinate (:class:`~doors_gym_baselines.config.ranges.Range`) carries its range and its scale, the map
 between the coordinate and the hyperparameter it sets; an arm brings its own space over its own
 hyperparameters, or takes :data:`SPACE`, the DQN one; sampling
 (:func:`from_coordinates`) and its inverse (:func:`to_coordinates`) both read
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import Hyperparameters
-from ..ranges import ONE_MINUS, POWER_OF_TWO, Range
+from ..config.ranges import ONE_MINUS, POWER_OF_TWO, Range
 
 LAYERS = ("depth", "width")
 """What two coordinates set that is not a field of its own: ``hidden_sizes`` is ``(width,) * depth``."""

@@ -6,7 +6,8 @@ import pathlib
 
 import pytest
 
-from doors_gym_baselines import compare, presets
+from doors_gym_baselines.experiments import compare
+from doors_gym_baselines import presets
 from doors_gym_baselines.arms import ARMS, get_arm
 from doors_gym_baselines.config import Hyperparameters, RunSettings
 

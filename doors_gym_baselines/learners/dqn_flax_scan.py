@@ -22,9 +22,9 @@ from doors_gym import core
 from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
-from .api import Arm
-from .config import DQNConfig
-from . import schedules
+from ..api import Arm
+from ..config import DQNConfig
+from ..config import schedules
 from .dqn_flax import (
     Knobs,
     LearnerState,
@@ -36,11 +36,11 @@ from .dqn_flax import (
     make_optimizer,
 )
 from .dqn_flax import load_model as load_model
-from .harness import Reporter
-from .harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample, sample_multi_step
-from .harness.replay import learned_reward, min_episode_steps
-from .metrics import TrainResult
-from .runtime import jax_compilation_cache
+from ..harness import Reporter
+from ..harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample, sample_multi_step
+from ..harness.replay import learned_reward, min_episode_steps
+from ..harness.metrics import TrainResult
+from ..runtime import jax_compilation_cache
 from .scan_driver import ScanModel, save_model, train_seeds
 
 CHUNKS = 20

@@ -1,6 +1,6 @@
 """``doors-gym ladder``: every arm at every level of the Doors suite, time to solved against the level.
 
-One :func:`~doors_gym_baselines.compare.compare` per level (``compare --level NAME``, each with its own
+One :func:`~doors_gym_baselines.experiments.compare.compare` per level (``compare --level NAME``, each with its own
 MLflow parent run and its own folder ``<out>/<level>/``, so a killed ladder resumes from the runs it
 finished), with the level's shared preset: the same network, hyperparameters and budget for every arm
 (like for like). Then one table and one plot across the levels (:func:`ladder_rows`, :func:`write_ladder`):
@@ -24,15 +24,15 @@ from typing import Any
 
 from doors_gym.levels import LEVEL_NAMES
 
-from . import tracking
-from .arms import ARMS
+from .. import tracking
+from ..arms import ARMS
 from . import compare as comparison  # looked up when a level runs (a test's stand-in for compare reaches it)
 from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, checkpoints, load_cached, missing_jobs
 from .compare import plan as plan_comparison
-from .config import RunSettings, check_at_least, check_choice, check_folder, field
+from ..config import RunSettings, check_at_least, check_choice, check_folder, field
 from .executors import Executor
-from .levels import TrainingLevel
-from .presets import SHARED
+from ..levels import TrainingLevel
+from ..presets import SHARED
 
 DEFAULT_EXPERIMENT = "doors-gym-ladder"
 QUICK_STEPS = 20_000
@@ -283,7 +283,7 @@ def finished(
     """The summary rows of a level's comparison (at ``level``, default the options') from its finished runs only
     (made with the same settings), and the oracle's row at the level. A row keeps the seeds that finished (its
     ``seeds`` says how many); a row with none is left out; both are named."""
-    from . import reporting
+    from .. import reporting
 
     planned = plan_comparison(options, run, level)
     results = []

@@ -6,7 +6,7 @@ a Kubernetes pod) gets them from :class:`WorkerThreads`, which the driver regist
 ``--address`` (each worker, and each that joins later, runs its :meth:`~WorkerThreads.setup` before its first task),
 or from this module as a preload, before the worker takes any task::
 
-    dask worker tcp://HOST:8786 --nworkers 4 --nthreads 1 --preload doors_gym_baselines.worker_threads
+    dask worker tcp://HOST:8786 --nworkers 4 --nthreads 1 --preload doors_gym_baselines.experiments.worker_threads
 
 Either way the share is the worker's own thread count (``--nthreads``) unless told. The process is already running,
 so each library takes the limit when it reads it (:func:`limit_threads`):
@@ -31,8 +31,8 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from .config import check_at_least
-from .runtime import device_count_flagged, worker_environment
+from ..config import check_at_least
+from ..runtime import device_count_flagged, worker_environment
 
 PLUGIN_NAME = "doors-gym-worker-threads"
 """The name :class:`WorkerThreads` is registered under: a second driver's registration leaves the first in place."""
@@ -83,6 +83,6 @@ class WorkerThreads(WorkerPlugin):
 
 
 def dask_setup(worker: Any) -> None:
-    """The preload's entry (``dask worker ... --preload doors_gym_baselines.worker_threads``): the worker's threads
+    """The preload's entry (``dask worker ... --preload doors_gym_baselines.experiments.worker_threads``): the worker's threads
     held to its own thread count."""
     limit_threads(worker.state.nthreads)

@@ -21,14 +21,14 @@ import numpy as np
 
 from doors_gym.core import DoorsParams
 
-from .api import Arm
-from .config import DQNConfig
+from ..api import Arm
+from ..config import DQNConfig
 from .cells import encode
 from .dqn_flax import FlaxPolicy, QNetwork, jitted_greedy_of_many
-from .evaluation import Evaluation, TrainingFigures, evaluate_greedy, evaluate_policies, history_row
-from .harness import EvaluationSchedule, Progress, Reporter, finish, prune
-from .harness.checkpoint import Checkpoint, tree_from_host, tree_to_host
-from .metrics import HistoryRow, TrainResult, solved_reward, solved_since
+from ..harness.evaluation import Evaluation, TrainingFigures, evaluate_greedy, evaluate_policies, history_row
+from ..harness import EvaluationSchedule, Progress, Reporter, finish, prune
+from ..harness.checkpoint import Checkpoint, tree_from_host, tree_to_host
+from ..harness.metrics import HistoryRow, TrainResult, solved_reward, solved_since
 from .scan_lanes import lane_values, program_config
 from .scan_profile import split_scan_time
 
@@ -127,7 +127,7 @@ def train_seeds(
     arm: Arm, make_train: Callable[[DQNConfig], Any], config: DQNConfig, trial: Reporter | None, jax_cache: str | None
 ) -> TrainResult:
     """Trains the seeds of ``arm.configure(config)`` with ``make_train``'s functions (see
-    :func:`doors_gym_baselines.dqn_flax_scan.make_train`), segment by segment, evaluating between segments.
+    :func:`doors_gym_baselines.learners.dqn_flax_scan.make_train`), segment by segment, evaluating between segments.
 
     ``jax_cache`` is the folder of JAX's compilation cache (None: none), recorded in the result's facts.
 

@@ -4,7 +4,7 @@
 Either way a run is a :class:`Job` (an arm's name and config, keyed by the resume cache's key) that
 :func:`train_job` turns into a :class:`Trained` (the run's result without its model object, each seed's figures,
 and the best seed's model file as bytes) wherever it runs. Only the driver writes MLflow and the resume cache
-(:mod:`~doors_gym_baselines.compare` records each :class:`Trained` as it arrives), so a task that Dask retries on
+(:mod:`~doors_gym_baselines.experiments.compare` records each :class:`Trained` as it arrives), so a task that Dask retries on
 another worker after its first one died is logged once, and a SQLite store is never written by two processes.
 
 Dask's workers are spawned processes (never forks: JAX and forks do not mix); a task whose worker dies is
@@ -12,7 +12,7 @@ rescheduled on another (Dask's ``distributed.scheduler.allowed-failures``), and 
 and tags the run's MLflow record; a task that raises is not retried: the others finish and :class:`RunsFailed`
 names it. Each worker's threads are pinned to its share of the cores: a local cluster's in its environment from its
 start (:func:`~doors_gym_baselines.runtime.worker_environment`), the workers at an address by the plugin the driver
-registers there (:class:`~doors_gym_baselines.worker_threads.WorkerThreads`). A local cluster's workers share one
+registers there (:class:`~doors_gym_baselines.experiments.worker_threads.WorkerThreads`). A local cluster's workers share one
 JAX compilation cache for the command's life (a program one worker compiled, another loads: in one process, as ``local`` trains,
 JAX compiles each program once anyway). Dask is the ``dask`` extra; nothing here imports it
 unless ``--executor dask`` is asked for.
@@ -35,7 +35,7 @@ from typing import Any
 
 from doors_gym.extras import require
 
-from .config import check_at_least, check_choice, field, first_line
+from ..config import check_at_least, check_choice, field, first_line
 
 LOCAL, DASK = "local", "dask"
 EXECUTORS = (LOCAL, DASK)
@@ -124,8 +124,8 @@ class Trained:
 
 def train_job(job: Job) -> Trained:
     """Trains ``job`` wherever it runs (this process, or a Dask worker) and packs what the driver records."""
-    from .arms import get_arm
-    from .reporting import best_seed, seed_runs
+    from ..arms import get_arm
+    from ..reporting import best_seed, seed_runs
 
     host, worker = socket.gethostname(), worker_name()
     arm = get_arm(job.arm) if isinstance(job.arm, str) else job.arm
@@ -274,7 +274,7 @@ class DaskExecutor:
             import dask
             from distributed import Client, LocalCluster
 
-            from .runtime import JAX_CACHE_VARIABLE, available_cores, worker_environment
+            from ..runtime import JAX_CACHE_VARIABLE, available_cores, worker_environment
 
             if self.address is None:
                 count = self.workers or available_cores()

@@ -18,13 +18,14 @@ from torch import nn
 
 from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, WALL, DoorsParams
 
-from . import harness, schedules
-from .api import Arm, StudyFigures, arm_for_env
+from .. import harness
+from ..config import schedules
+from ..api import Arm, StudyFigures, arm_for_env
 from .cells import HIDDEN, RelativeRows, door_offsets, encode, num_inputs, relative_rows
-from .config import LAYER_NORM_EPSILON, DQNConfig, first_line
-from .harness import Batch, Reporter, save_model
-from .metrics import TrainResult
-from .runtime import torch_threads
+from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line
+from ..harness import Batch, Reporter, save_model
+from ..harness.metrics import TrainResult
+from ..runtime import torch_threads
 
 MODEL_FORMAT = "doors-gym-dqn"
 
@@ -33,12 +34,12 @@ class QNetwork(nn.Module):
     """MLP from the agent's and the goal's cells to one Q-value per action.
 
     The first layer is linear over the one-hot agent and goal planes (``2 * H * W`` inputs, see
-    :mod:`~doors_gym_baselines.cells`), initialised as torch initialises ``nn.Linear``. A one-hot
+    :mod:`~doors_gym_baselines.learners.cells`), initialised as torch initialises ``nn.Linear``. A one-hot
     plane selects one row of its weight, so the layer keeps its weight as contiguous rows, one per
     plane cell (an embedding table), and adds the agent's row, the goal's row (none once the agent
     stands on the goal) and the bias. Where the input carries door columns (random doors), the layer has
     ``num_inputs`` rows and also adds, per door, the row ``door_offsets[k] + column``. With ``relative``
-    (:class:`~doors_gym_baselines.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also adds the rows
+    (:class:`~doors_gym_baselines.learners.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also adds the rows
     of the agent's row and column and of the goal's and each door's column relative to the agent's (``grid_width``
     columns); without ``cell_planes`` (the hyperparameter) it adds those alone, not the agent's and the goal's cell
     rows. With ``layer_norm`` every hidden layer's sum goes through a LayerNorm of its own before its ReLU.
@@ -108,7 +109,7 @@ class QNetwork(nn.Module):
     def relative_rows(
         self, cells: torch.Tensor, agent: torch.Tensor, goal: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first layer's rows with the relative inputs (:class:`~doors_gym_baselines.cells.RelativeRows`) and
+        """The first layer's rows with the relative inputs (:class:`~doors_gym_baselines.learners.cells.RelativeRows`) and
         their weights, ``(batch, 5 + 2 * doors)`` each: the agent's and the goal's cells, the agent's row and column,
         the goal's column relative to the agent's, then the door columns and each door's column relative to the
         agent's; the goal's two rows weigh 0 once the agent stands on the goal.
@@ -143,7 +144,7 @@ class QNetwork(nn.Module):
 class GridQNetwork(nn.Module):
     """A :class:`QNetwork` over grid observations, for the model's native torch flavour (what its users hand it).
 
-    It finds the cells as :func:`doors_gym_baselines.cells.encode` does, in torch ops that ``torch.export``
+    It finds the cells as :func:`doors_gym_baselines.learners.cells.encode` does, in torch ops that ``torch.export``
     traces; training never uses it (the cells are found once per observation there).
     """
 
@@ -206,7 +207,7 @@ def make_optimizer(config: DQNConfig, parameters: Any, device: torch.device) -> 
 def make_scheduler(config: DQNConfig, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LRScheduler | None:
     """The learning rate's linear decay to ``lr_end_fraction`` (None when constant) over ``config.lr_decay_updates``
     updates (the run's last one by default): stepped after every update, update ``k`` (from 0) runs at
-    :func:`~doors_gym_baselines.schedules.learning_rate` of ``k``, the JAX arms' rate.
+    :func:`~doors_gym_baselines.config.schedules.learning_rate` of ``k``, the JAX arms' rate.
     """
     hyper = config.hyperparameters
     if hyper.lr_end_fraction >= 1.0:
@@ -288,7 +289,7 @@ class TorchLearner:
         terminated: torch.Tensor,
         discounts: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """The TD targets of a batch, as :func:`doors_gym_baselines.dqn_flax.make_loss` computes them for the JAX
+        """The TD targets of a batch, as :func:`doors_gym_baselines.learners.dqn_flax.make_loss` computes them for the JAX
         arms: Double DQN where ``double_dqn``, bootstrapped through truncation (only termination cuts the return),
         a multi-step batch's ``discounts`` (``gamma ** steps taken``) after its summed rewards (a one-step batch
         discounts by ``gamma``), less advantage learning's share of the taken action's shortfall from the best."""
@@ -338,7 +339,7 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
     """Trains one seed as ``arm`` (default: this file's arm for the config's env id); reports greedy
     evaluations to ``trial`` if given (see :class:`~doors_gym_baselines.harness.Reporter`).
 
-    Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the :class:`TorchLearner`.
+    Returns a :class:`~doors_gym_baselines.harness.metrics.TrainResult` whose ``model`` is the :class:`TorchLearner`.
     """
     arm = arm or arm_for_env(ARMS, config.run.env_id)
     with torch_threads(config.run.torch_threads, config.run.device):

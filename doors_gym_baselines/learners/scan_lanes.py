@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .config import DQNConfig
+from ..config import DQNConfig
 from .dqn_flax import Knobs
 
 PER_LANE = tuple(name for name in Knobs._fields if name != "decay_updates")

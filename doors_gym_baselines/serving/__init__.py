@@ -12,6 +12,9 @@ observations, ``(n, H * W)`` int16, and returns a DataFrame with the greedy
 the arm's own ``act``. ``mlflow models serve -m models:/doors-<arm>@champion``
 answers the same over HTTP. An arm whose learner file gives its model in its framework's own form
 (``native_model``) also gets that flavour (:data:`NATIVE_FLAVOURS`).
+
+This package holds the MLflow model's file (:mod:`.pyfunc_entry`) and ``doors-gym enjoy`` (:mod:`.enjoy`); its
+own names stay at ``doors_gym_baselines.serving``, the module every logged model's copy of that file imports.
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ from doors_gym import core
 
 from doors_gym.extras import require
 
-from .arm import FILE_FORMATS, FRAMEWORK_STACKS, ArmProtocol
-from .arms import ARMS, get_arm
-from .config import Config
-from .metrics import TrainResult
+from ..arm import FILE_FORMATS, FRAMEWORK_STACKS, ArmProtocol
+from ..arms import ARMS, get_arm
+from ..config import Config
+from ..harness.metrics import TrainResult
 
 MODEL_PATH = "model"
 """Where a run's pyfunc model lives (``runs:/<run id>/model``)."""
@@ -96,7 +99,7 @@ def signature(num_cells: int) -> Any:
 
 def example_observations(params: Any, count: int = 2) -> np.ndarray:
     """``count`` start observations of the layout (the input example), with their doors where they are random."""
-    from .evaluation import start_observations
+    from ..harness.evaluation import start_observations
 
     return start_observations(params, count)
 
@@ -119,7 +122,7 @@ def log_model_file(arm: ArmProtocol, path: pathlib.Path, params: Any, native: An
     """Logs ``arm``'s model file ``path`` (a layout of ``params``) to the active run as the pyfunc model
     ``model``, and ``native`` (the model in its framework's own form, if any) in that flavour; returns the pyfunc
     model's URI. What :func:`log_model` does with a file it wrote, and the driver of a spread comparison with a
-    file a worker sent (:mod:`~doors_gym_baselines.executors`)."""
+    file a worker sent (:mod:`~doors_gym_baselines.experiments.executors`)."""
     import mlflow.pyfunc
 
     requirement = f"doors-gym=={doors_gym.__version__}"

@@ -17,16 +17,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import harness
-from .api import Arm
+from .. import harness
+from ..api import Arm
 from .cells import CELLS_DTYPE, HIDDEN, input_width
-from .evaluation import evaluation_episodes
-from .config import DQNConfig
+from ..harness.evaluation import evaluation_episodes
+from ..config import DQNConfig
 from .dqn_torch import QNetwork, TorchLearner
 from .dqn_torch import load_model, native_model  # noqa: F401  (the torch model format and module)
-from .harness import Reporter, save_model
-from .metrics import TrainResult
-from .runtime import torch_threads
+from ..harness import Reporter, save_model
+from ..harness.metrics import TrainResult
+from ..runtime import torch_threads
 
 COMPILE_MODE = "default"
 """torch.compile's mode for both functions (``benchmarks/update_cost.py`` compares the modes on a CPU)."""
@@ -46,7 +46,7 @@ logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(_WithoutProfi
 
 
 class CompiledTorchLearner(TorchLearner):
-    """:class:`~doors_gym_baselines.dqn_torch.TorchLearner` with a compiled gradient step and greedy policy."""
+    """:class:`~doors_gym_baselines.learners.dqn_torch.TorchLearner` with a compiled gradient step and greedy policy."""
 
     def __init__(self, config: DQNConfig, network: QNetwork | None = None) -> None:
         super().__init__(config, network)
@@ -117,7 +117,7 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
     """Trains one seed as ``arm`` (default: this file's :data:`ARM`); reports greedy evaluations to ``trial``
     if given (see :class:`~doors_gym_baselines.harness.Reporter`).
 
-    Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the
+    Returns a :class:`~doors_gym_baselines.harness.metrics.TrainResult` whose ``model`` is the
     :class:`CompiledTorchLearner`.
     """
     with torch_threads(config.run.torch_threads, config.run.device):

@@ -20,10 +20,10 @@ import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import rendering
 from doors_gym.pixels import default_cell_pixels
 
-from . import tracking
-from .arm import ArmProtocol
-from .config import Config, level_env_id
-from .serving import download_model_file, load_model
+from .. import tracking
+from ..arm import ArmProtocol
+from ..config import Config, level_env_id
+from . import download_model_file, load_model
 
 URI_SCHEMES = ("runs:/", "models:/")
 LARGEST_CELL_PIXELS = 24

@@ -17,9 +17,9 @@ import numpy as np
 
 from doors_gym.jax import functional as F
 
-from .config import DQNConfig
+from ..config import DQNConfig
 from .dqn_flax import Knobs, epsilon_greedy, make_learning_step, make_network
-from .harness import device_replay
+from ..harness import device_replay
 
 
 class Phases(NamedTuple):

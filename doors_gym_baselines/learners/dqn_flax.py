@@ -25,14 +25,15 @@ import optax
 
 from doors_gym.core import NUM_ACTIONS, DoorsParams
 
-from . import harness, schedules
-from .api import Arm, StudyFigures, arm_for_env
+from .. import harness
+from ..config import schedules
+from ..api import Arm, StudyFigures, arm_for_env
 from .cells import CELLS_DTYPE, RelativeRows, door_offsets, encode, input_width, num_inputs, relative_rows
-from .config import LAYER_NORM_EPSILON, DQNConfig, first_line
-from .evaluation import evaluation_episodes
-from .harness import Batch, Reporter, save_model
-from .metrics import TrainResult
-from .runtime import jax_compilation_cache
+from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line
+from ..harness.evaluation import evaluation_episodes
+from ..harness import Batch, Reporter, save_model
+from ..harness.metrics import TrainResult
+from ..runtime import jax_compilation_cache
 
 MODEL_FORMAT = "doors-gym-dqn"
 
@@ -41,11 +42,11 @@ class QNetwork(nn.Module):
     """MLP from the agent's and the goal's cells to one Q-value per action.
 
     The first layer is a Dense layer over the one-hot agent and goal planes (``2 * H * W`` inputs, see
-    :mod:`~doors_gym_baselines.cells`), initialised as Flax initialises ``nn.Dense``. A one-hot plane
+    :mod:`~doors_gym_baselines.learners.cells`), initialised as Flax initialises ``nn.Dense``. A one-hot plane
     selects one kernel row, so the layer adds the agent's row, the goal's row (none once the agent
     stands on the goal) and the bias. Where the input carries door columns (random doors), the kernel has
     ``num_inputs`` rows and the layer also adds, per door, the row ``door_offsets[k] + column``. With
-    ``relative`` (:class:`~doors_gym_baselines.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also
+    ``relative`` (:class:`~doors_gym_baselines.learners.cells.RelativeRows`, the hyperparameter ``relative_inputs``) it also
     adds the rows of the agent's row and column and of the goal's and each door's column relative to the agent's
     (``grid_width`` columns); without ``cell_planes`` (the hyperparameter) it adds those alone, not the agent's and
     the goal's cell rows.
@@ -96,7 +97,7 @@ class QNetwork(nn.Module):
         return nn.LayerNorm(epsilon=LAYER_NORM_EPSILON)(features) if self.layer_norm else features
 
     def relative_features(self, kernel: jax.Array, cells: jax.Array, agent: jax.Array, goal: jax.Array) -> jax.Array:
-        """The first layer's rows of the relative inputs (:class:`~doors_gym_baselines.cells.RelativeRows`)."""
+        """The first layer's rows of the relative inputs (:class:`~doors_gym_baselines.learners.cells.RelativeRows`)."""
         rows, width = self.relative, self.grid_width
         column = agent % width
         features = jnp.take(kernel, rows.agent_row + agent // width, axis=0)
@@ -381,7 +382,7 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
     """Trains one seed as ``arm`` (default: this file's arm for the config's env id); reports greedy
     evaluations to ``trial`` if given (see :class:`~doors_gym_baselines.harness.Reporter`).
 
-    Returns a :class:`~doors_gym_baselines.metrics.TrainResult` whose ``model`` is the :class:`FlaxLearner`.
+    Returns a :class:`~doors_gym_baselines.harness.metrics.TrainResult` whose ``model`` is the :class:`FlaxLearner`.
     """
     arm = arm or arm_for_env(ARMS, config.run.env_id)
     with jax_compilation_cache(config.run.jax_cache):
