@@ -21,33 +21,30 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 
 import doors_gym
 
 from .arm import ArmProtocol, env_label_at
 from .config import field, first_line
+from .config.options import DEFAULT_TRACKING_URI, TrackingOptions
 from .harness.metrics import HistoryRow, TrainResult
 from .runtime import mlflow_environment
 from .serving import log_model
 
 T = TypeVar("T")
 
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 """What every experiment says of itself: MLflow 3's UI then opens it on its runs, not on the GenAI overview."""
 
 
 @dataclasses.dataclass(frozen=True)
-class TrackOptions:
+class TrackOptions(TrackingOptions):
     """Whether and where ``doors-gym train`` tracks its run (the ``--track`` flags)."""
 
+    EXPERIMENT: ClassVar[str] = "doors-gym-train"
     track: bool = field(False, "track the run in MLflow: its params, learning curve, timings and model")
-    tracking_uri: str | None = field(
-        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {DEFAULT_TRACKING_URI})"
-    )
-    experiment: str = field("doors-gym-train", "MLflow experiment")
 
 
 def tracking_uri(cli_value: str | None = None) -> str:

@@ -34,7 +34,7 @@ import tempfile
 import time
 import types
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import doors_gym
 from doors_gym.levels import LEVEL_NAMES, STUDY
@@ -44,6 +44,7 @@ from ..reporting import best_seed
 from ..arm import ArmProtocol
 from ..arms import ARMS, get_arm
 from ..config import Config, DQNConfig, RunSettings, check_at_least, check_choice, check_folder, field
+from ..config.options import RunsOptions
 from ..levels import TrainingLevel
 from ..harness.metrics import TrainResult
 from ..presets import RUN_FIELDS, SHARED, Preset, check_preset, hyperparameters_of, preset_field, tuned_path
@@ -65,8 +66,12 @@ FIRST_SEED = 100
 
 
 @dataclasses.dataclass(frozen=True)
-class CompareOptions:
+class CompareOptions(RunsOptions):
     """Settings of one comparison (the ``doors-gym compare`` flags)."""
+
+    EXPERIMENT: ClassVar[str] = DEFAULT_EXPERIMENT
+    OUT: ClassVar[str] = "out/compare"
+    MODELS: ClassVar[bool] = True
 
     arms: tuple[str, ...] = field(DEFAULT_ARMS, f"arms to train, among {', '.join(ARMS)}")
     preset: str = preset_field("every arm")
@@ -74,19 +79,12 @@ class CompareOptions:
     first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seeds 0-9, so {FIRST_SEED} and up)")
     total_steps: int | None = field(None, "env steps per seed (default: the preset's)")
     eval_every: int | None = field(None, "env steps between evaluations (default: the preset's)")
-    out: str = field("out/compare", "folder for the tables, the plot and the finished runs")
     checkpoint_dir: str | None = field(
         None,
         "folder of the resumable runs' checkpoints (flax-scan's), one every worker reaches at the same path (a "
         "shared filesystem) so that a run retried on another host goes on from its last segment "
         "(default: <out>/runs); made absolute here",
     )
-    tracking_uri: str | None = field(
-        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
-    )
-    experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
-    models: bool = field(True, "log the trained models to MLflow")
-    fresh: bool = field(False, "retrain every run instead of reusing finished ones")
     together: bool = field(
         True, "also train the seeds of an arm that can train them together in one run, as a row of its own"
     )
@@ -100,6 +98,7 @@ class CompareOptions:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.arms:
             raise ValueError("arms=() is empty: expected one or more of " + str(list(ARMS)))
         for arm in self.arms:

@@ -20,16 +20,16 @@ import dataclasses
 import math
 import pathlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from doors_gym.levels import LEVEL_NAMES
 
-from .. import tracking
 from ..arms import ARMS
 from . import compare as comparison  # looked up when a level runs (a test's stand-in for compare reaches it)
 from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, checkpoints, load_cached, missing_jobs
 from .compare import plan as plan_comparison
 from ..config import RunSettings, check_at_least, check_choice, check_folder, field
+from ..config.options import RunsOptions
 from .executors import Executor
 from ..levels import TrainingLevel
 from ..presets import SHARED
@@ -40,27 +40,24 @@ QUICK_STEPS = 20_000
 
 
 @dataclasses.dataclass(frozen=True)
-class LadderOptions:
+class LadderOptions(RunsOptions):
     """Settings of one ladder (the ``doors-gym ladder`` flags)."""
+
+    EXPERIMENT: ClassVar[str] = DEFAULT_EXPERIMENT
+    OUT: ClassVar[str] = "out/ladder"
+    MODELS: ClassVar[bool] = False
 
     arms: tuple[str, ...] = field(DEFAULT_ARMS, f"arms to train, among {', '.join(ARMS)}")
     levels: tuple[str, ...] = field(LEVEL_NAMES, f"levels to climb, among {', '.join(LEVEL_NAMES)}")
     seeds: int = field(3, "seeds per arm and level")
     first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seeds 0-9, so {FIRST_SEED} and up)")
     quick: bool = field(False, f"one seed per level, {QUICK_STEPS} env steps each (a smoke run of the ladder)")
-    out: str = field("out/ladder", "folder for the ladder's table and plot, and each level's comparison")
     checkpoint_dir: str | None = field(
         None,
         "folder of the resumable runs' checkpoints (flax-scan's), a level's under <checkpoint-dir>/<level>, one "
         "every worker reaches at the same path (a shared filesystem) so that a run retried on another host goes on "
         "from its last segment (default: each level's <out>/<level>/runs); made absolute here",
     )
-    tracking_uri: str | None = field(
-        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
-    )
-    experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
-    models: bool = field(False, "log the trained models to MLflow")
-    fresh: bool = field(False, "retrain every run instead of reusing finished ones")
     report_only: bool = field(
         False,
         "train nothing: write the table and the plot from the runs finished under --out (a row counts the seeds "
@@ -68,6 +65,7 @@ class LadderOptions:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.levels:
             raise ValueError(f"levels=() is empty: expected one or more of {list(LEVEL_NAMES)}")
         for level in self.levels:

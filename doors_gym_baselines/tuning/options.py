@@ -6,12 +6,13 @@ import dataclasses
 import math
 import pathlib
 import re
+from typing import ClassVar
 
 from doors_gym.levels import LEVEL_NAMES, STUDY
 
-from .. import tracking
 from ..arms import ARMS, get_arm
 from ..config import check_at_least, field
+from ..config.options import TrackingOptions
 from .objective import TUNING_SEEDS
 from .scores import DEFAULT_OBJECTIVE, OBJECTIVES, PENALTY_SECONDS
 from .study import DEFAULT_STORAGE, GRACE_PERIOD, HEARTBEAT_INTERVAL
@@ -24,13 +25,14 @@ STUDY_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
 @dataclasses.dataclass(frozen=True)
-class TuneOptions:
+class TuneOptions(TrackingOptions):
     """Settings of one tuning worker: the study, its storage and its tracking (the ``doors-gym tune`` flags).
 
     The trials' own run settings (budget, evaluation cadence, seed, layout) are a
     :class:`~doors_gym_baselines.config.RunSettings`; ``--seed`` also seeds the sampler.
     """
 
+    EXPERIMENT: ClassVar[str] = DEFAULT_EXPERIMENT
     arm: str = field("flax-scan", "which arm to tune", choices=tuple(ARMS), cli=False)
     level: str = field(STUDY, "the level the trials train at (the layout flags' --level)", cli=False)
     objective: str = field(
@@ -79,10 +81,6 @@ class TuneOptions:
     summary_out: str | None = field(
         None, "write the study's summary to this folder: best trial, importances, history and importance plots"
     )
-    tracking_uri: str | None = field(
-        None, f"MLflow tracking URI (default: $MLFLOW_TRACKING_URI or {tracking.DEFAULT_TRACKING_URI})"
-    )
-    experiment: str = field(DEFAULT_EXPERIMENT, "MLflow experiment")
     models: bool = field(True, "log each trial's trained model to MLflow")
     verbose: bool = field(True, "print each finished trial: its score and hyperparameters")
     heartbeat_interval: int = field(HEARTBEAT_INTERVAL, "seconds between a running trial's heartbeats")
@@ -91,6 +89,7 @@ class TuneOptions:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         get_arm(self.arm)
         if self.level not in LEVEL_NAMES:
             raise ValueError(f"level={self.level!r} is unknown: expected one of {list(LEVEL_NAMES)}")
