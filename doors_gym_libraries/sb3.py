@@ -16,7 +16,7 @@ import numpy as np
 from doors_gym_baselines.api import LINEAR, Config, Range, field
 
 from . import stable
-from .common import LibraryArm, check_unit, presets
+from .common import check_unit, presets
 from .stable import INTEGERS
 
 LIBRARY = "stable_baselines3"
@@ -66,34 +66,18 @@ def q_values(agent: Any, inputs: np.ndarray) -> np.ndarray:
         return agent.policy.q_net(tensor).cpu().numpy()
 
 
-def train(config: Config, trial: Any = None, arm: Any = None) -> Any:
-    """Trains one seed (see :func:`doors_gym_libraries.stable.train`)."""
-    return stable.train(config, trial, arm or ARM)
-
-
-def save_model(result: Any, path: str, seed_index: int = 0) -> None:
-    """Writes SB3's own zip (``DQN.save``), with the arm and config added."""
-    stable.save_model(result, path, seed_index)
-
-
-def load_model(path: str) -> tuple[str, Any, Config]:
-    """``(arm name, model, config)`` of a file :func:`save_model` wrote (read by ``DQN.load``)."""
-    return stable.load_with(ARM, path)
-
-
 SEARCH_SPACE = (*stable.zoo_space((200, 5000)), Range("lr_end_fraction", 0.0, 1.0, scale=LINEAR))
 """Its tuning coordinates (:func:`~doors_gym_libraries.stable.zoo_space`: target updates every 200 to 5000 env
 steps), and the learning rate's end fraction. One env instead of 16 means 200k updates: about 20 minutes at the
 5.9 ms per update SB3 takes here, against 1.2 minutes for 16 envs."""
 
-ARM = LibraryArm(
+ARM = stable.StableArm(
     "sb3-dqn",
     "torch",
     stable.ENV_ID,
     "SB3 DQN (torch) + Doors-v0",
-    train,
-    save_model,
-    loader=load_model,
+    stable.train,
+    stable.save_model,
     hyperparameters=SB3Hyperparameters,
     presets=presets("sb3-dqn", ("defaults", "zoo", "shared", "shared-onehot", "tuned")),
     search_space=SEARCH_SPACE,

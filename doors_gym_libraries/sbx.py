@@ -18,7 +18,7 @@ import numpy as np
 from doors_gym_baselines.api import Config, field
 
 from . import stable
-from .common import LibraryArm, presets
+from .common import presets
 from .stable import INTEGERS, UNITS
 
 LIBRARY = "sbx"
@@ -61,34 +61,18 @@ def q_values(agent: Any, inputs: np.ndarray) -> np.ndarray:
     return np.asarray(policy.qf.apply(policy.qf_state.params, inputs))
 
 
-def train(config: Config, trial: Any = None, arm: Any = None) -> Any:
-    """Trains one seed (see :func:`doors_gym_libraries.stable.train`)."""
-    return stable.train(config, trial, arm or ARM)
-
-
-def save_model(result: Any, path: str, seed_index: int = 0) -> None:
-    """Writes SBX's own zip (``DQN.save``), with the arm and config added."""
-    stable.save_model(result, path, seed_index)
-
-
-def load_model(path: str) -> tuple[str, Any, Config]:
-    """``(arm name, model, config)`` of a file :func:`save_model` wrote (read by ``DQN.load``)."""
-    return stable.load_with(ARM, path)
-
-
 SEARCH_SPACE = stable.zoo_space((10, 1000))
 """Its tuning coordinates (:func:`~doors_gym_libraries.stable.zoo_space`: target updates every 10 to 1000
 vector-env steps). One env instead of 16 means 200k updates: about 6 minutes at the 1.9 ms per update SBX takes
 here, against 24 seconds for 16 envs."""
 
-ARM = LibraryArm(
+ARM = stable.StableArm(
     "sbx-dqn",
     "jax",
     stable.ENV_ID,
     "SBX DQN (JAX) + Doors-v0",
-    train,
-    save_model,
-    loader=load_model,
+    stable.train,
+    stable.save_model,
     hyperparameters=SBXHyperparameters,
     presets=presets("sbx-dqn", ("defaults", "zoo", "shared", "shared-onehot", "tuned")),
     search_space=SEARCH_SPACE,

@@ -15,8 +15,12 @@ their tuning coordinates.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 import io
+import pathlib
 import time
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -38,6 +42,7 @@ from doors_gym_baselines.api import (
 
 from .common import (
     EpisodeWindow,
+    LibraryArm,
     PhaseClock,
     check_network,
     check_positive,
@@ -224,3 +229,18 @@ def load_with(arm: Arm, path: str) -> tuple[str, StableModel, Config]:
     # To play it needs no replay buffer: a one-transition one instead of the run's (SB3 allocates it at load).
     agent = library.DQN.load(io.BytesIO(archive), device="cpu", buffer_size=1)
     return name, StableModel(agent, config, module.q_values), config
+
+
+class StableArm(LibraryArm):
+    """The arm of a Stable-Baselines3-family DQN (SB3's, SBX's): trained (:func:`train`), saved
+    (:func:`save_model`) and read (:func:`load_with`) here, as that arm. Its learner file, the one that declares its
+    hyperparameters (:meth:`module`), holds its library's own pieces: ``LIBRARY``, ``JITTED``,
+    ``library_settings`` and ``q_values``."""
+
+    def module(self) -> ModuleType:
+        """The learner file that declares this arm's hyperparameters (``sb3.py``, ``sbx.py``)."""
+        return importlib.import_module(self.hyperparameters.__module__)
+
+    def read(self, path: str | pathlib.Path) -> tuple[str, StableModel, Config]:
+        """As :meth:`~doors_gym_baselines.api.Arm.read`, the file read by its library as this arm."""
+        return Arm.read(dataclasses.replace(self, loader=functools.partial(load_with, self)), path)
