@@ -15,12 +15,12 @@ of the same names (``config.run.torch_threads``, ``config.run.jax_cache``) aroun
 """
 
 from .arm import Arm, ArmProtocol, StudyFigures, arm_for_env
-from .learners.cells import HIDDEN, encode
 from .config import Config, RunSettings, field
-from .harness.evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
-from .harness import EvaluationSchedule, Reporter, finish
-from .harness.metrics import HistoryRow, TrainResult
 from .config.ranges import LINEAR, ONE_MINUS, POWER_OF_TWO, Range, Scale
+from .harness import EvaluationSchedule, Reporter, finish
+from .harness.evaluation import Evaluation, TrainingFigures, evaluate_greedy, history_row
+from .harness.metrics import HistoryRow, TrainResult
+from .learners.cells import HIDDEN, encode
 from .runtime import jax_compilation_cache, torch_threads
 
 __all__ = [

@@ -23,15 +23,14 @@ from typing import Any
 from doors_gym import cli as doors_cli
 from doors_gym.levels import STUDY
 
-from .config import flags
 from . import runtime
 from .arms import ARMS, get_arm
+from .config import HYPERPARAMETER_NAMES, LAYOUT_NAMES, Config, Hyperparameters, RunSettings, field_names, flags
 from .experiments.compare import CompareOptions
 from .experiments.executors import ExecutorOptions, RunsFailed, open_executor
-from .serving.enjoy import LARGEST_CELL_PIXELS
-from .config import HYPERPARAMETER_NAMES, LAYOUT_NAMES, Config, Hyperparameters, RunSettings, field_names
 from .levels import TrainingLevel
 from .presets import RUN_FIELDS, PresetOptions
+from .serving.enjoy import LARGEST_CELL_PIXELS
 from .tracking import TrackOptions, track_training
 from .tuning import TRIAL_RUN_FIELDS_OFF_THE_CLI, TUNING_RUN, TuneOptions
 

@@ -40,18 +40,18 @@ import doors_gym
 from doors_gym.levels import LEVEL_NAMES, STUDY
 
 from .. import reporting, tracking
-from ..reporting import best_seed
 from ..arm import ArmProtocol
 from ..arms import ARMS, get_arm
 from ..config import Config, DQNConfig, RunSettings, check_at_least, check_choice, check_folder, field
 from ..config.options import RunsOptions
-from ..levels import TrainingLevel
-from ..harness.metrics import TrainResult
-from ..presets import RUN_FIELDS, SHARED, Preset, check_preset, hyperparameters_of, preset_field, tuned_path
-from .executors import LOCAL_WORKER, RETRIED_TAG, Executor, Job, LocalExecutor, RunsFailed, Trained, job_key
 from ..harness.checkpoint import CHECKPOINT_SUFFIX
-from .executors import describe as describe_executor
+from ..harness.metrics import TrainResult
+from ..levels import TrainingLevel
+from ..presets import RUN_FIELDS, SHARED, Preset, check_preset, hyperparameters_of, preset_field, tuned_path
+from ..reporting import best_seed
 from ..serving import NATIVE_FLAVOURS, load_model, log_model_file, native_model, register_champion
+from .executors import LOCAL_WORKER, RETRIED_TAG, Executor, Job, LocalExecutor, RunsFailed, Trained, job_key
+from .executors import describe as describe_executor
 
 DEFAULT_ARMS = ("torch-numpy", "flax-numpy", "flax-jax", "flax-scan")
 DEFAULT_EXPERIMENT = "doors-gym-compare"

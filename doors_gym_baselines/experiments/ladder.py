@@ -25,14 +25,14 @@ from typing import Any, ClassVar
 from doors_gym.levels import LEVEL_NAMES
 
 from ..arms import ARMS
+from ..config import RunSettings, check_at_least, check_choice, check_folder, field
+from ..config.options import RunsOptions
+from ..levels import TrainingLevel
+from ..presets import SHARED
 from . import compare as comparison  # looked up when a level runs (a test's stand-in for compare reaches it)
 from .compare import DEFAULT_ARMS, FIRST_SEED, CompareOptions, checkpoints, load_cached, missing_jobs
 from .compare import plan as plan_comparison
-from ..config import RunSettings, check_at_least, check_choice, check_folder, field
-from ..config.options import RunsOptions
 from .executors import Executor
-from ..levels import TrainingLevel
-from ..presets import SHARED
 
 DEFAULT_EXPERIMENT = "doors-gym-ladder"
 QUICK_STEPS = 20_000

@@ -20,12 +20,12 @@ import numpy as np
 import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym import core
 
-from ..learners import cells as cell_codes
 from ..arm import Arm
 from ..config import DQNConfig, level_env_id
+from ..learners import cells as cell_codes
 from .evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
-from .metrics import HistoryRow, TrainResult, solved_reward
 from .learner import Learner
+from .metrics import HistoryRow, TrainResult, solved_reward
 from .progress import Progress
 from .replay import ReplayBuffer, learned_reward, min_episode_steps
 from .result import finish

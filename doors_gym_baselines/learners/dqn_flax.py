@@ -26,14 +26,13 @@ import optax
 from doors_gym.core import NUM_ACTIONS, DoorsParams
 
 from .. import harness
-from ..config import schedules
 from ..api import Arm, StudyFigures, arm_for_env
-from .cells import CELLS_DTYPE, RelativeRows, door_offsets, encode, input_width, num_inputs, relative_rows
-from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line
-from ..harness.evaluation import evaluation_episodes
+from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line, schedules
 from ..harness import Batch, Reporter, save_model
+from ..harness.evaluation import evaluation_episodes
 from ..harness.metrics import TrainResult
 from ..runtime import jax_compilation_cache
+from .cells import CELLS_DTYPE, RelativeRows, door_offsets, encode, input_width, num_inputs, relative_rows
 
 MODEL_FORMAT = "doors-gym-dqn"
 

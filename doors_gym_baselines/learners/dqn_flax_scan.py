@@ -23,8 +23,12 @@ from doors_gym.core import DoorsState
 from doors_gym.jax import functional as F
 
 from ..api import Arm
-from ..config import DQNConfig
-from ..config import schedules
+from ..config import DQNConfig, schedules
+from ..harness import Reporter
+from ..harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample, sample_multi_step
+from ..harness.metrics import TrainResult
+from ..harness.replay import learned_reward, min_episode_steps
+from ..runtime import jax_compilation_cache
 from .dqn_flax import (
     Knobs,
     LearnerState,
@@ -36,11 +40,6 @@ from .dqn_flax import (
     make_optimizer,
 )
 from .dqn_flax import load_model as load_model
-from ..harness import Reporter
-from ..harness.device_replay import Buffer, add, cells_of_states, empty_buffer, sample, sample_multi_step
-from ..harness.replay import learned_reward, min_episode_steps
-from ..harness.metrics import TrainResult
-from ..runtime import jax_compilation_cache
 from .scan_driver import ScanModel, save_model, train_seeds
 
 CHUNKS = 20
@@ -102,7 +101,7 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
     optimizer = make_optimizer(config)
     init = make_init(config, network, optimizer)
     iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
-    restarts = config.restarts  # for lanes, any lane's (program_config keeps the largest restart_prob)
+    env_step = make_env_step(config)
     # Only seeds trained together can stop apart; a lone seed's program is left exactly as it was.
     keep = keep_frozen if config.run.num_seeds > 1 or lanes else lambda frozen, old, new: new
     own_knobs = Knobs.of(config)
@@ -119,18 +118,8 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
         )
         greedy = network.apply(runner.learner.params, cells_of_states(runner.env_state, width)).argmax(axis=1)
         actions = epsilon_greedy(greedy, epsilon, explore_key, random_key)
-        restarted = None
-        if restarts:  # F.batch_step's draw from its own piece of the key, then the restarts from theirs
-            fresh_key, restart_key, row_key = jax.random.split(step_key, 3)
-            probability = schedules.restart_probability(
-                global_step, knobs.restart_prob, knobs.restart_fraction, total, jnp
-            )
-            restarted = jax.random.uniform(restart_key, (num_envs,)) < probability
-            fresh = F.start_anywhere(row_key, F.draw_initial(fresh_key, (num_envs,), params), restarted, params)
-            step = jax.vmap(F.step_from_initial, in_axes=(0, 0, 0, None))
-            _, env_state, reward, terminated, truncated, info = step(fresh, runner.env_state, actions, params)
-        else:
-            _, env_state, reward, terminated, truncated, info = F.batch_step(step_key, runner.env_state, actions, params)
+        stepped = env_step(step_key, runner.env_state, actions, knobs, global_step)
+        env_state, reward, terminated, truncated, info, restarted = stepped
         # Every seed writes at the same slots: computed from the (unbatched) iteration, the write is one
         # slice per field, in place, where a per-seed cursor made it a scatter over seeds.
         start = (iteration_index * num_envs) % hyper.buffer_size
@@ -153,6 +142,31 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
         return jax.lax.scan(_update_step, init(key), jnp.arange(config.num_iterations))
 
     return ScanTrain(train, init, run_chunk, network, iterations_per_chunk)
+
+
+def make_env_step(config: DQNConfig) -> Callable:
+    """``env_step(key, env_state, actions, knobs, global_step) -> (env_state, reward, terminated, truncated, info,
+    restarted)``: the envs' step. With exploring starts (``config.restarts``; for lanes, any lane's:
+    ``program_config`` keeps the largest ``restart_prob``) an episode that ends starts anywhere with the knobs'
+    probability at ``global_step`` (``restarted``, ``(num_envs,)`` bool); without, ``restarted`` is None."""
+    params, num_envs, total = config.params, config.hyperparameters.num_envs, config.run.total_steps
+
+    def env_step(
+        step_key: jax.Array, env_state: Any, actions: jax.Array, knobs: Knobs, global_step: jax.Array
+    ) -> tuple:
+        if not config.restarts:
+            _, env_state, reward, terminated, truncated, info = F.batch_step(step_key, env_state, actions, params)
+            return env_state, reward, terminated, truncated, info, None
+        # F.batch_step's draw from its own piece of the key, then the restarts from theirs
+        fresh_key, restart_key, row_key = jax.random.split(step_key, 3)
+        probability = schedules.restart_probability(global_step, knobs.restart_prob, knobs.restart_fraction, total, jnp)
+        restarted = jax.random.uniform(restart_key, (num_envs,)) < probability
+        fresh = F.start_anywhere(row_key, F.draw_initial(fresh_key, (num_envs,), params), restarted, params)
+        step = jax.vmap(F.step_from_initial, in_axes=(0, 0, 0, None))
+        _, env_state, reward, terminated, truncated, info = step(fresh, env_state, actions, params)
+        return env_state, reward, terminated, truncated, info, restarted
+
+    return env_step
 
 
 def make_learn(config: DQNConfig, learning_step: Callable, keep: Callable, knobs_of: Callable) -> Callable:

@@ -19,13 +19,12 @@ from torch import nn
 from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, WALL, DoorsParams
 
 from .. import harness
-from ..config import schedules
 from ..api import Arm, StudyFigures, arm_for_env
-from .cells import HIDDEN, RelativeRows, door_offsets, encode, num_inputs, relative_rows
-from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line
+from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line, schedules
 from ..harness import Batch, Reporter, save_model
 from ..harness.metrics import TrainResult
 from ..runtime import torch_threads
+from .cells import HIDDEN, RelativeRows, door_offsets, encode, num_inputs, relative_rows
 
 MODEL_FORMAT = "doors-gym-dqn"
 

@@ -19,14 +19,14 @@ import torch
 
 from .. import harness
 from ..api import Arm
-from .cells import CELLS_DTYPE, HIDDEN, input_width
-from ..harness.evaluation import evaluation_episodes
 from ..config import DQNConfig
-from .dqn_torch import QNetwork, TorchLearner
-from .dqn_torch import load_model, native_model  # noqa: F401  (the torch model format and module)
 from ..harness import Reporter, save_model
+from ..harness.evaluation import evaluation_episodes
 from ..harness.metrics import TrainResult
 from ..runtime import torch_threads
+from .cells import CELLS_DTYPE, HIDDEN, input_width
+from .dqn_torch import QNetwork, TorchLearner
+from .dqn_torch import load_model, native_model  # noqa: F401  (the torch model format and module)
 
 COMPILE_MODE = "default"
 """torch.compile's mode for both functions (``benchmarks/update_cost.py`` compares the modes on a CPU)."""

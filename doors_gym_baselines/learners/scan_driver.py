@@ -23,12 +23,12 @@ from doors_gym.core import DoorsParams
 
 from ..api import Arm
 from ..config import DQNConfig
-from .cells import encode
-from .dqn_flax import FlaxPolicy, QNetwork, jitted_greedy_of_many
-from ..harness.evaluation import Evaluation, TrainingFigures, evaluate_greedy, evaluate_policies, history_row
 from ..harness import EvaluationSchedule, Progress, Reporter, finish, prune
 from ..harness.checkpoint import Checkpoint, tree_from_host, tree_to_host
+from ..harness.evaluation import Evaluation, TrainingFigures, evaluate_greedy, evaluate_policies, history_row
 from ..harness.metrics import HistoryRow, TrainResult, solved_reward, solved_since
+from .cells import encode
+from .dqn_flax import FlaxPolicy, QNetwork, jitted_greedy_of_many
 from .scan_lanes import lane_values, program_config
 from .scan_profile import split_scan_time
 
@@ -137,19 +137,8 @@ def train_seeds(
     seconds the file recorded (the time between the last segment and a kill is lost, not counted), and its
     facts list where it resumed.
     """
-    start = time.perf_counter()
-    lane_configs = getattr(trial, "lane_configs", None)
-    if lane_configs:
-        if any(lane.run.checkpoint for lane in lane_configs):
-            raise ValueError("checkpoint is not supported for the lanes of a study: expected checkpoint=None")
-        config = program_config([arm.configure(lane) for lane in lane_configs])
-        config = config.replace(num_seeds=len(lane_configs))
-        lanes = Lanes([lane.run.seed for lane in lane_configs], lane_values(lane_configs))
-        gather = bool(getattr(trial, "gather_lanes", False))
-        seeds = CompiledSeeds(config, make_train(config, lanes=True), trial, start, lanes, gather)
-    else:
-        config = arm.configure(config)
-        seeds = CompiledSeeds(config, make_train(config), trial, start)
+    seeds = compiled_seeds(arm, make_train, config, trial, time.perf_counter())
+    config = seeds.config
     num_envs, num_seeds = config.hyperparameters.num_envs, config.run.num_seeds
     schedule = EvaluationSchedule(seeds.evaluate, seeds.history, trial, config)
     checkpoint = None
@@ -187,6 +176,24 @@ def train_seeds(
         checkpoint.remove()
     last = schedule.final(global_step)
     return seeds.result(arm, global_step, last, schedule.seconds, jax_cache)
+
+
+def compiled_seeds(
+    arm: Arm, make_train: Callable[..., Any], config: DQNConfig, trial: Reporter | None, start: float
+) -> CompiledSeeds:
+    """The run's program, compiled: the lanes of a study in one (``trial.lane_configs``, each as ``arm`` trains
+    it; the program's config from :func:`~.scan_lanes.program_config`), else the seeds of ``arm.configure(config)``."""
+    lane_configs = getattr(trial, "lane_configs", None)
+    if not lane_configs:
+        config = arm.configure(config)
+        return CompiledSeeds(config, make_train(config), trial, start)
+    if any(lane.run.checkpoint for lane in lane_configs):
+        raise ValueError("checkpoint is not supported for the lanes of a study: expected checkpoint=None")
+    config = program_config([arm.configure(lane) for lane in lane_configs])
+    config = config.replace(num_seeds=len(lane_configs))
+    lanes = Lanes([lane.run.seed for lane in lane_configs], lane_values(lane_configs))
+    gather = bool(getattr(trial, "gather_lanes", False))
+    return CompiledSeeds(config, make_train(config, lanes=True), trial, start, lanes, gather)
 
 
 class Lanes(NamedTuple):
@@ -332,7 +339,7 @@ class CompiledSeeds:
         training = rolling_figures(self.seed_state("episodes"))
         live = [index for index in range(len(self.seeds)) if not self.kept.get(index)]
         started = time.perf_counter()
-        evaluated = dict(zip(live, self.evaluate_seeds(params, live)))
+        evaluated = dict(zip(live, evaluate_seeds(self.parts.network, params, live, self.config.params)))
         self.clocks[live] += (time.perf_counter() - started) / max(1, len(live))  # each lane's share
         evaluations = []
         for index in range(len(self.seeds)):
@@ -347,26 +354,6 @@ class CompiledSeeds:
             clocked = [dataclasses.replace(mine, seconds=float(clock)) for mine, clock in zip(row.per_seed, self.clocks)]
             row = dataclasses.replace(row, per_seed=tuple(clocked))
         return Evaluation.mean(evaluations), row
-
-    def evaluate_seeds(self, params: Any, indices: list[int]) -> list[Evaluation]:
-        """The greedy evaluations of the seeds at ``indices`` (``params`` stacked over every seed): one seed alone as
-        its own run evaluates, several at once (:func:`~.evaluation.evaluate_policies`, their networks in one
-        ``vmap``, padded to a power of two up to 8 and to a multiple of 8 beyond, so that a run compiles it a few
-        times, not once per count)."""
-        layout = self.config.params
-        if len(indices) <= 1:
-            policies = [seed_policy(self.parts.network, params, index, layout) for index in indices]
-            return [evaluate_greedy(policy.act, layout) for policy in policies]
-        sets = 1 << (len(indices) - 1).bit_length() if len(indices) <= 8 else -(-len(indices) // 8) * 8
-        rows = indices + [indices[0]] * (sets - len(indices))
-        stacked = jax.tree.map(lambda leaf: leaf[rows], params)
-        greedy = jitted_greedy_of_many(self.parts.network)
-
-        def act(obs: np.ndarray) -> np.ndarray:
-            cells = encode(obs, layout)
-            return np.asarray(greedy(stacked, cells.reshape(sets, -1, *cells.shape[1:]))).reshape(-1)
-
-        return evaluate_policies(act, layout, sets)[: len(indices)]
 
     def freeze_solved(self) -> None:
         """Stops every seed solved through its hold-out window at the last evaluation, where its own run would
@@ -460,6 +447,26 @@ class CompiledSeeds:
         figures = {"env_steps": global_step * num_seeds, "updates": updates, "model": model, "losses": self.losses}
         history = self.history
         return finish(arm, self.config, self.start, history, last, phases, method, wall_seconds, facts=facts, **figures)
+
+
+def evaluate_seeds(network: Any, params: Any, indices: list[int], layout: DoorsParams) -> list[Evaluation]:
+    """The greedy evaluations at ``layout`` of the seeds at ``indices`` (``params`` of ``network`` stacked over
+    every seed): one seed alone as its own run evaluates, several at once
+    (:func:`~.harness.evaluation.evaluate_policies`, their networks in one ``vmap``, padded to a power of two up
+    to 8 and to a multiple of 8 beyond, so that a run compiles it a few times, not once per count)."""
+    if len(indices) <= 1:
+        policies = [seed_policy(network, params, index, layout) for index in indices]
+        return [evaluate_greedy(policy.act, layout) for policy in policies]
+    sets = 1 << (len(indices) - 1).bit_length() if len(indices) <= 8 else -(-len(indices) // 8) * 8
+    rows = indices + [indices[0]] * (sets - len(indices))
+    stacked = jax.tree.map(lambda leaf: leaf[rows], params)
+    greedy = jitted_greedy_of_many(network)
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        cells = encode(obs, layout)
+        return np.asarray(greedy(stacked, cells.reshape(sets, -1, *cells.shape[1:]))).reshape(-1)
+
+    return evaluate_policies(act, layout, sets)[: len(indices)]
 
 
 def put_rows(whole: np.ndarray, rows: list[int], values: np.ndarray) -> np.ndarray:

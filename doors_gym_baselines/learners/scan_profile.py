@@ -18,8 +18,8 @@ import numpy as np
 from doors_gym.jax import functional as F
 
 from ..config import DQNConfig
-from .dqn_flax import Knobs, epsilon_greedy, make_learning_step, make_network
 from ..harness import device_replay
+from .dqn_flax import Knobs, epsilon_greedy, make_learning_step, make_network
 
 
 class Phases(NamedTuple):

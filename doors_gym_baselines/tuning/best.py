@@ -15,8 +15,8 @@ from ..arms import get_arm
 from ..config import Config, make_config
 from ..harness import NonFiniteLoss
 from .objective import log_score
-from .space import SPACE, hyperparameters_from_params, space_of
 from .options import TuneOptions
+from .space import SPACE, hyperparameters_from_params, space_of
 from .study import finished_trials
 
 CONFIRM_PREFIX = "confirm."

@@ -31,7 +31,6 @@ from .options import TuneOptions
 from .plots import log_study_plots, write_study_summary
 from .scores import DEFAULT_OBJECTIVE, describe_score
 from .space import SPACE, Space, hyperparameters_from_params, space_of
-from .workers import run_workers
 from .study import (
     DEFAULT_STORAGE,
     create_study,
@@ -43,6 +42,7 @@ from .study import (
     parent_run_id,
     start_study,
 )
+from .workers import run_workers
 
 def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) -> Any:
     """Runs one worker of the study until it has ``n_trials`` finished trials (or ``timeout``); returns the study.
