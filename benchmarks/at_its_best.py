@@ -23,7 +23,7 @@ import pathlib
 
 from doors_gym.levels import LEVEL_NAMES, STUDY
 from doors_gym_baselines.arms import get_arm
-from doors_gym_baselines.compare import DEFAULT_ARMS
+from doors_gym_baselines.experiments.compare import DEFAULT_ARMS
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 REFERENCE = DEFAULT_ARMS[0]

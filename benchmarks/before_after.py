@@ -46,10 +46,13 @@ PROBE = textwrap.dedent(
     config = DQNConfig.of(hidden_sizes=(128, 128), batch_size=128, num_envs=16, seed=0, quiet=True)
     rng = np.random.default_rng(0)
     size = 128
-    try:  # after: the learners read cells
-        from doors_gym_baselines.cells import encode
-    except ImportError:  # before: grids, int8 as its replay buffer stored them
-        encode = None
+    try:  # after: the learners read cells (in learners/ since the modules were grouped)
+        from doors_gym_baselines.learners.cells import encode
+    except ImportError:
+        try:
+            from doors_gym_baselines.cells import encode
+        except ImportError:  # before: grids, int8 as its replay buffer stored them
+            encode = None
     obs = np.zeros((2, size, 225), dtype=np.int8)
     rows = np.arange(size)
     for grid in obs:
@@ -64,8 +67,12 @@ PROBE = textwrap.dedent(
 
     if arm == "flax-scan":
         import jax, jax.numpy as jnp
-        from doors_gym_baselines.dqn_flax_scan import make_train
-        from doors_gym_baselines.scan_profile import phase_functions
+        try:  # the learners sit in learners/ since the modules were grouped
+            from doors_gym_baselines.learners.dqn_flax_scan import make_train
+            from doors_gym_baselines.learners.scan_profile import phase_functions
+        except ImportError:
+            from doors_gym_baselines.dqn_flax_scan import make_train
+            from doors_gym_baselines.scan_profile import phase_functions
         parts, pieces = make_train(config), phase_functions(config)
         keys = jax.vmap(jax.random.key)(jnp.arange(1))
         runner = jax.jit(jax.vmap(parts.init))(keys)
@@ -107,7 +114,9 @@ def shim(tree: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
     """A folder whose ``doors_gym`` and ``doors_gym_baselines`` are ``tree``'s (put first on ``PYTHONPATH``)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "doors_gym").symlink_to(tree / "doors_gym")
-    (folder / "doors_gym_baselines").symlink_to(tree / "baselines")
+    # a tree from before the folder was named as its package imports holds it as baselines/
+    named = tree / "doors_gym_baselines"
+    (folder / "doors_gym_baselines").symlink_to(named if named.is_dir() else tree / "baselines")
     return folder
 
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from _timing import machine_line, markdown_table  # noqa: E402
 
-from doors_gym_baselines import dqn_flax_scan  # noqa: E402
+from doors_gym_baselines.learners import dqn_flax_scan  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402
 
 

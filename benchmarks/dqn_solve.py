@@ -27,7 +27,7 @@ by default).
 Per arm it prints time to solved, updates used, milliseconds per update (the
 update phase over the updates) and the split of the wall time into env step,
 action selection, replay buffer, update, evaluation, compile and other (see
-``doors_gym_baselines.metrics.Timings``; the fully jitted arm's split comes from
+``doors_gym_baselines.harness.metrics.Timings``; the fully jitted arm's split comes from
 its compiled pieces run apart). One update of the default network (batch 128,
 hidden 128 x 128, 2 x 450 planes rows) is about 18 MFLOP forward and backward
 for the online and target networks: about 0.1 ms at this CPU's fp32 peak, the
@@ -50,7 +50,7 @@ from doors_gym.oracle import evaluate_oracle  # noqa: E402
 from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402
 from doors_gym_baselines.runtime import prepare_host_devices  # noqa: E402
-from doors_gym_baselines.metrics import PHASES, seconds_to_solved  # noqa: E402
+from doors_gym_baselines.harness.metrics import PHASES, seconds_to_solved  # noqa: E402
 from doors_gym_baselines.presets import load_preset  # noqa: E402
 
 UPDATE_FLOOR_MS = 0.1

@@ -20,7 +20,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from doors_gym.levels import LEVEL_NAMES, get_level
-from doors_gym_baselines import dqn_flax
+from doors_gym_baselines.learners import dqn_flax
 from doors_gym_baselines.arms import get_arm
 from doors_gym_baselines.config import RunSettings
 from doors_gym_baselines.levels import TrainingLevel

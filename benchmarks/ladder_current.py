@@ -4,8 +4,8 @@
 (``full/``: every level with the presets of its run, ``rerun/all-arms/``: ``31x31`` and ``63x63`` with the level
 presets that solve them). A later folder's rows replace an earlier one's at the levels it covers. Writes
 ``ladder.md``, ``ladder.csv`` and ``ladder.png`` (``doors_gym_baselines.ladder.write_ladder``) under ``--out``,
-copies the picture to ``docs/ladder.png`` and writes each row's seconds per run to ``baselines/ladder_expected.csv``
-(what ``doors-gym ladder --plan`` expects a run to take):
+copies the picture to ``docs/ladder.png`` and writes each row's seconds per run to
+``doors_gym_baselines/experiments/ladder_expected.csv`` (what ``doors-gym ladder --plan`` expects a run to take):
 
     python benchmarks/ladder_current.py
 """
@@ -66,8 +66,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sources", nargs="+", type=pathlib.Path, default=list(SOURCES), help="ladder.csv files, oldest first")
     parser.add_argument("--out", type=pathlib.Path, default=LADDER / "current")
-    parser.add_argument("--expected", type=pathlib.Path, default=ROOT / "baselines" / "ladder_expected.csv",
-                        help="each row's seconds per run, for doors-gym ladder --plan")
+    parser.add_argument(
+        "--expected",
+        type=pathlib.Path,
+        default=ROOT / "doors_gym_baselines" / "experiments" / "ladder_expected.csv",
+        help="each row's seconds per run, for doors-gym ladder --plan",
+    )
     parser.add_argument("--docs", type=pathlib.Path, default=ROOT / "docs" / "ladder.png", help="copy of the picture")
     args = parser.parse_args()
     rows = current(args.sources)

@@ -35,7 +35,7 @@ def timed(owner: object, name: str, totals: dict, key: str | None = None) -> Non
 
 def instrument() -> tuple[dict[str, float], list[tuple[int, float, int]]]:
     """Times the phases of a study of programs (the totals by phase, and each chunk's lanes, seconds and steps)."""
-    from doors_gym_baselines import scan_driver
+    from doors_gym_baselines.learners import scan_driver
     from doors_gym_baselines.tuning import lanes
 
     totals: dict[str, float] = collections.defaultdict(float)

@@ -25,7 +25,7 @@ def main() -> None:
     from doors_gym_baselines import tuning
     from doors_gym_baselines.arms import get_arm
     from doors_gym_baselines.config import make_config
-    from doors_gym_baselines.metrics import seconds_to_solved, solved_since
+    from doors_gym_baselines.harness.metrics import seconds_to_solved, solved_since
     from doors_gym_baselines.runtime import prepare_host_devices
     from doors_gym_baselines.tuning.space import hyperparameters_from_params
 

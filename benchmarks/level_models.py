@@ -19,8 +19,8 @@ import sys
 import numpy as np
 
 from doors_gym.levels import LEVELS
-from doors_gym_baselines.compare import DEFAULT_ARMS
-from doors_gym_baselines.evaluation import start_observations
+from doors_gym_baselines.experiments.compare import DEFAULT_ARMS
+from doors_gym_baselines.harness.evaluation import start_observations
 
 RANDOM_DOOR_LEVELS = tuple(level.name for level in LEVELS if level.doors == "random")
 

@@ -25,8 +25,8 @@ import torch
 
 from doors_gym.jax import functional as F
 from doors_gym.levels import LEVELS
-from doors_gym_baselines import cells as cell_codes
-from doors_gym_baselines.dqn_torch import QNetwork
+from doors_gym_baselines.learners import cells as cell_codes
+from doors_gym_baselines.learners.dqn_torch import QNetwork
 from doors_gym_baselines.harness import device_replay
 from doors_gym_baselines.harness.replay import ReplayBuffer, min_episode_steps
 from doors_gym_baselines.presets import level_preset

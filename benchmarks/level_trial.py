@@ -28,7 +28,7 @@ import yaml
 from doors_gym.levels import LEVEL_NAMES
 from doors_gym_baselines.arms import ARMS, get_arm
 from doors_gym_baselines.levels import TrainingLevel
-from doors_gym_baselines.metrics import HistoryRow, solved_reward
+from doors_gym_baselines.harness.metrics import HistoryRow, solved_reward
 from doors_gym_baselines.presets import load_preset
 
 
@@ -103,7 +103,7 @@ class LivePrinter:
         return False
 
 
-def main() -> None:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arm", choices=tuple(ARMS), default="flax-numpy")
     parser.add_argument("--level", choices=LEVEL_NAMES, default="Random")
@@ -130,7 +130,11 @@ def main() -> None:
         help="save the run's state here as it goes (a segment's end, once a minute) and, started again, go on "
         "from it (flax-scan): the log is then read back and continued, not rewritten",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = make_parser().parse_args()
     changes = {}
     for item in args.set:
         name, _, value = item.partition("=")

@@ -1,7 +1,7 @@
 """Every arm trained with every arm's tuned preset: the presets are each arm's best, not its search's luck.
 
 The algorithm is the same in every arm, so every study's winner is a candidate for every arm. This trains
-each arm with each candidate (the committed ``baselines/hyperparams/<arm>.yml``, read before any is
+each arm with each candidate (the committed ``doors_gym_baselines/hyperparams/<arm>.yml``, read before any is
 rewritten) on ``--seeds`` tuning seeds, with the candidate's budget (it stops once solved through its
 hold-out window), and scores each training as tuning does (wall seconds to solved, compile included; an
 unsolved training scores its wall time plus the penalty). Run from the repository root with nothing else
@@ -29,7 +29,7 @@ from _timing import machine_line, markdown_table  # noqa: E402
 from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import Hyperparameters  # noqa: E402
 from doors_gym_baselines.runtime import prepare_host_devices  # noqa: E402
-from doors_gym_baselines.metrics import seconds_to_solved  # noqa: E402
+from doors_gym_baselines.harness.metrics import seconds_to_solved  # noqa: E402
 from doors_gym_baselines.presets import SHARED, HYPERPARAMS_DIR, load_preset, tuned_path, write_preset  # noqa: E402
 from doors_gym_baselines.tuning import objective_score  # noqa: E402
 

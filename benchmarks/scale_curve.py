@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from _levels import THREAD_VARIABLES
 
 from doors_gym.levels import LEVEL_NAMES, STUDY
-from doors_gym_baselines.compare import DEFAULT_ARMS, CompareOptions, compare, missing_jobs, plan
+from doors_gym_baselines.experiments.compare import DEFAULT_ARMS, CompareOptions, compare, missing_jobs, plan
 from doors_gym_baselines.config import RunSettings
 from doors_gym_baselines.presets import level_preset, write_preset
 from doors_gym_baselines.arms import ARMS, get_arm

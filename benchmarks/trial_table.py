@@ -4,7 +4,7 @@ it stopped, greedy success at its last evaluation, env steps/s. A run cut short 
 its log goes: a log that does not end with level_trial.py's closing line stopped at a wall limit (or a kill).
 
 A seed is solved where its first solved streak spans the run's hold-out window (where a run of that seed alone,
-stopping when solved, would have stopped: :func:`doors_gym_baselines.metrics.first_window`, as compare reads it).
+stopping when solved, would have stopped: :func:`doors_gym_baselines.harness.metrics.first_window`, as compare reads it).
 
     python benchmarks/trial_table.py OUT/*.jsonl
 """
@@ -17,7 +17,7 @@ import pathlib
 from types import SimpleNamespace
 from typing import Any
 
-from doors_gym_baselines.metrics import first_window
+from doors_gym_baselines.harness.metrics import first_window
 
 HEADER = (
     "| row | level | arm | seeds solved | env steps to solved (each seed) | s to solved (each seed) "

@@ -2,7 +2,7 @@
 # Tunes each arm's preset: a TPE + Hyperband study of TRIALS trials (default 40) on the time-to-solved objective
 # (tuning seeds 0-9), one arm after the other (never two at once: the objective is wall time), then re-trains the
 # CONFIRM best trials (default 5) on 3 more tuning seeds each and keeps the best on average (one seed's score is
-# partly luck). Writes the arm's tuned preset (baselines/hyperparams/<arm>.yml; a plug-in arm's, as the library
+# partly luck). Writes the arm's tuned preset (doors_gym_baselines/hyperparams/<arm>.yml; a plug-in arm's, as the library
 # arms', is its own `tuned` preset file) and the study's summary under benchmarks/results/tuning/<arm>/; appends
 # each command's wall time to benchmarks/results/tuning/wall_times.md. Resumable: rerun it after a kill, the
 # study storage carries on. A plug-in arm's study searches its own space from its own tuned preset.

@@ -6,7 +6,7 @@ Run from the repository root, with nothing else running (``pip install -e .[base
     python benchmarks/update_cost.py --quick         # fewer points, for a smoke run
 
 Each point times the learning step of every stack on the same fixed replay batch (the cells of
-``doors_gym_baselines.cells``), one stack after the other and again for ``--rounds`` rounds, so load
+``doors_gym_baselines.learners.cells``), one stack after the other and again for ``--rounds`` rounds, so load
 from elsewhere falls on every stack alike; a figure is the median over the rounds. The stacks:
 
 - eager torch (``TorchLearner.update``), with the thread policy's one intra-op thread and with two;
@@ -38,7 +38,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from _timing import machine_line, markdown_table, ms_per_call  # noqa: E402
 
-from doors_gym_baselines.cells import CELLS_DTYPE  # noqa: E402
+from doors_gym_baselines.learners.cells import CELLS_DTYPE  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
@@ -68,12 +68,12 @@ def torch_stack(config: DQNConfig, batch: tuple, compiled: bool, threads: int, m
     """A timer of one torch learner's update (built once, timed each round)."""
     import torch
 
-    from doors_gym_baselines.dqn_torch import TorchLearner
+    from doors_gym_baselines.learners.dqn_torch import TorchLearner
     from doors_gym_baselines.runtime import torch_threads
 
     with torch_threads(threads):
         if compiled:
-            from doors_gym_baselines import dqn_torch_compile
+            from doors_gym_baselines.learners import dqn_torch_compile
 
             previous = dqn_torch_compile.COMPILE_MODE
             dqn_torch_compile.COMPILE_MODE = mode or previous
@@ -97,7 +97,7 @@ def torch_stack(config: DQNConfig, batch: tuple, compiled: bool, threads: int, m
 def flax_stack(config: DQNConfig, batch: tuple) -> Callable[[float], float]:
     import jax
 
-    from doors_gym_baselines.dqn_flax import FlaxLearner
+    from doors_gym_baselines.learners.dqn_flax import FlaxLearner
 
     learner = FlaxLearner(config)
     return lambda min_seconds: ms_per_call(lambda: learner.update(batch), jax.block_until_ready, min_seconds)
@@ -108,8 +108,8 @@ def scan_stack(config: DQNConfig, batch: tuple) -> Callable[[float], float]:
     import jax
     import jax.numpy as jnp
 
-    from doors_gym_baselines.dqn_flax_scan import make_train
-    from doors_gym_baselines.scan_profile import phase_functions
+    from doors_gym_baselines.learners.dqn_flax_scan import make_train
+    from doors_gym_baselines.learners.scan_profile import phase_functions
 
     parts = make_train(config)
     keys = jax.vmap(jax.random.key)(jnp.arange(1))

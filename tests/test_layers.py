@@ -14,29 +14,31 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 UPPER = ("doors_gym_baselines", "baselines")
-PACKAGES = {"doors_gym": ROOT / "doors_gym", "doors_gym_baselines": ROOT / "baselines"}
-"""Each project package and its folder (the baselines install as ``doors_gym_baselines`` from ``baselines/``)."""
+PACKAGES = {name: ROOT / name for name in ("doors_gym", "doors_gym_baselines")}
+"""Each project package and its folder (each folder is named as its package imports)."""
 
 LAYERS = (
-    ("config", "schedules", "metrics", "runtime", "cells", "flags", "ranges"),
-    ("evaluation", "arm"),
+    ("config", "runtime", "harness.metrics", "learners.cells"),
+    ("harness.evaluation", "arm"),
     ("harness",),
     ("api",),
-    ("dqn_torch", "dqn_torch_compile", "dqn_flax", "dqn_flax_scan", "scan_driver", "scan_profile", "scan_lanes"),
+    ("learners",),
     ("arms", "presets"),
     ("levels",),
-    ("serving", "pyfunc_entry"),
+    ("serving",),
     ("tracking",),
-    ("reporting", "tuning", "enjoy", "executors", "worker_threads"),
-    ("compare",),
-    ("ladder",),
+    ("reporting", "tuning", "serving.enjoy", "experiments", "experiments.executors", "experiments.worker_threads"),
+    ("experiments.compare",),
+    ("experiments.ladder",),
     ("cli", "__main__"),
 )
-"""The baselines' layers, bottom first, by module (a package stands for its modules): the foundations (config,
-the schedules, typed results, process settings, the networks' input, flag generation, search-space ranges); evaluation and
-the arm record; the training harness; the public API of arms (what a learner or a plug-in imports); the
-learners; the registry of installed arms and the presets; the level a run trains at; model logging and loading; MLflow tracking; the
-reports, tuning and ``enjoy``; the comparison; the ladder (a comparison per level); the commands."""
+"""The baselines' layers, bottom first, by module below the package (a package stands for its modules, but for
+those named on their own): the foundations (the config package: options, hyperparameters, run settings, the
+schedules, flag generation, search-space ranges; process settings; typed results; the networks' input);
+evaluation and the arm record; the training harness; the public API of arms (what a learner or a plug-in
+imports); the learners; the registry of installed arms and the presets; the level a run trains at; model
+logging and loading; MLflow tracking; the reports, tuning, ``enjoy`` and the executors; the comparison; the
+ladder (a comparison per level); the commands."""
 ENTRY_POINTS = ("__main__",)
 """The only modules that may import ``cli`` (``python -m``)."""
 
@@ -143,14 +145,17 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def layer_of(name: str) -> int:
-    """The index in :data:`LAYERS` of a baselines module (by its first component below the package; every
-    ``__main__`` is an entry point, with the commands)."""
-    top = name.split(".")[1] if "." in name else "__init__"
-    if name.endswith(".__main__"):
-        top = "__main__"
-    for position, members in enumerate(LAYERS):
-        if top in members:
-            return position
+    """The index in :data:`LAYERS` of a baselines module: that of the longest entry its name below the package
+    starts with (a module named on its own, else its package; every ``__main__`` is an entry point, with the
+    commands)."""
+    parts = name.split(".")[1:] or ["__init__"]
+    if parts[-1] == "__main__":
+        parts = ["__main__"]
+    for length in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:length])
+        for position, members in enumerate(LAYERS):
+            if prefix in members:
+                return position
     raise AssertionError(f"{name} is in no layer of tests/test_layers.py: put it in one")
 
 

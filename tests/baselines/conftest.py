@@ -7,7 +7,7 @@ import pytest
 from stacks import needs
 
 from doors_gym.core import DoorsParams
-from doors_gym_baselines import evaluation
+from doors_gym_baselines.harness import evaluation
 from doors_gym_baselines.config import DQNConfig
 
 ARM_STACKS = {"torch": ("torch",), "flax": ("flax", "optax"), "flax-scan": ("flax", "optax")}
@@ -30,7 +30,7 @@ TINY = dict(
 def _arm_module(arm: str):
     for stack in ARM_STACKS[arm]:
         needs(stack)
-    return importlib.import_module(f"doors_gym_baselines.{ARM_MODULES[arm]}")
+    return importlib.import_module(f"doors_gym_baselines.learners.{ARM_MODULES[arm]}")
 
 
 @pytest.fixture
@@ -69,9 +69,9 @@ def random_evaluation() -> evaluation.Evaluation:
 
 
 def make_fixed_batch(size: int = 128, num_cells: int = 225, seed: int = 0):
-    """A replay batch as the buffer stores it: the cells (:mod:`doors_gym_baselines.cells`) of grids with one
+    """A replay batch as the buffer stores it: the cells (:mod:`doors_gym_baselines.learners.cells`) of grids with one
     agent and one goal, except where a terminated transition's next grid shows the agent on the goal."""
-    from doors_gym_baselines.cells import encode
+    from doors_gym_baselines.learners.cells import encode
 
     rng = np.random.default_rng(seed)
     obs = np.zeros((size, num_cells), dtype=np.int16)

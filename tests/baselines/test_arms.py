@@ -9,7 +9,7 @@ import pytest
 from stacks import needs
 
 from doors_gym import cli
-from doors_gym_baselines import evaluation
+from doors_gym_baselines.harness import evaluation
 from doors_gym_baselines.config import DQNConfig
 
 HISTORY_KEYS = {
@@ -23,7 +23,7 @@ HISTORY_KEYS = {
     "train_success_rate",
     "train_normalised_return",
 }
-"""The learning-curve figures of :class:`doors_gym_baselines.metrics.HistoryRow` that every arm reports."""
+"""The learning-curve figures of :class:`doors_gym_baselines.harness.metrics.HistoryRow` that every arm reports."""
 
 HOST_LOOP_RUNS = [("torch", "Doors-v0"), ("torch", "DoorsJax-v0"), ("flax", "Doors-v0"), ("flax", "DoorsJax-v0")]
 
@@ -202,7 +202,7 @@ def test_dynamos_note_on_the_optimizers_profiler_labels_stays_off_the_terminal()
     needs("torch")
     import logging
 
-    import doors_gym_baselines.dqn_torch_compile  # noqa: F401  (installs the filter)
+    import doors_gym_baselines.learners.dqn_torch_compile  # noqa: F401  (installs the filter)
 
     logger = logging.getLogger("torch._dynamo.variables.ctx_manager")
     note = "Profiler record function %s will be ignored"

@@ -8,7 +8,8 @@ import pytest
 from stacks import needs
 
 from doors_gym import cli
-from doors_gym_baselines import arms, compare, serving
+from doors_gym_baselines import arms, serving
+from doors_gym_baselines.experiments import compare
 from doors_gym_baselines.api import Arm
 from doors_gym_baselines.arms import ARMS
 

@@ -13,9 +13,9 @@ needs("matplotlib")
 needs("flax")
 needs("torch")
 
-from doors_gym_baselines import compare  # noqa: E402
+from doors_gym_baselines.experiments import compare  # noqa: E402
 from doors_gym_baselines.config import RunSettings  # noqa: E402
-from doors_gym_baselines.metrics import is_solved  # noqa: E402
+from doors_gym_baselines.harness.metrics import is_solved  # noqa: E402
 
 
 @pytest.fixture(scope="module")

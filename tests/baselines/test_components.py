@@ -11,9 +11,9 @@ from stacks import needs
 from doors_gym import core
 from doors_gym.core import AGENT, GOAL, DoorsParams
 from doors_gym.oracle import OraclePolicy, evaluate_oracle
-from doors_gym_baselines import evaluation as common
-from doors_gym_baselines.evaluation import EpisodeTracker
-from doors_gym_baselines.cells import CELLS_DTYPE, HIDDEN, encode, planes
+from doors_gym_baselines.harness import evaluation as common
+from doors_gym_baselines.harness.evaluation import EpisodeTracker
+from doors_gym_baselines.learners.cells import CELLS_DTYPE, HIDDEN, encode, planes
 from doors_gym_baselines.harness.replay import ReplayBuffer
 
 

@@ -229,7 +229,7 @@ def test_batch_larger_than_buffer_on_the_command_line_names_both_flags(no_traini
 
 
 def test_an_arm_module_cli_rejects_a_bad_value_before_training(capsys, monkeypatch):
-    dqn_torch = needs("doors_gym_baselines.dqn_torch")
+    dqn_torch = needs("doors_gym_baselines.learners.dqn_torch")
 
     def forbidden(*args, **kwargs):
         pytest.fail("training started although the config was invalid")

@@ -21,10 +21,10 @@ mlflow = needs("mlflow")
 needs("torch")
 needs("distributed")
 
-from doors_gym_baselines import compare, executors  # noqa: E402
+from doors_gym_baselines.experiments import compare, executors  # noqa: E402
 from doors_gym_baselines.arms import get_arm  # noqa: E402
 from doors_gym_baselines.config import RunSettings  # noqa: E402
-from doors_gym_baselines.executors import ExecutorOptions, RunsFailed, open_executor  # noqa: E402
+from doors_gym_baselines.experiments.executors import ExecutorOptions, RunsFailed, open_executor  # noqa: E402
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "JAX_PLATFORMS": "cpu"}
 
@@ -147,7 +147,7 @@ def test_the_task_key_tells_two_drivers_apart(tmp_path: pathlib.Path, monkeypatc
 
 def test_checkpoints_go_to_an_absolute_folder_and_a_url_is_refused(tmp_path: pathlib.Path, monkeypatch) -> None:
     needs("flax")
-    from doors_gym_baselines.ladder import LadderOptions
+    from doors_gym_baselines.experiments.ladder import LadderOptions
 
     monkeypatch.chdir(tmp_path)
 
@@ -191,7 +191,7 @@ class Recorder(executors.LocalExecutor):
 
 def test_a_fresh_ladder_clears_the_checkpoints_before_it_sends_a_run(tmp_path: pathlib.Path, monkeypatch) -> None:
     needs("flax")
-    from doors_gym_baselines import ladder
+    from doors_gym_baselines.experiments import ladder
 
     options = ladder.LadderOptions(arms=("flax-scan",), levels=("study",), quick=True, fresh=True,
                                    out=str(tmp_path / "ladder"))  # fmt: skip
@@ -244,7 +244,7 @@ def test_a_worker_started_without_the_drivers_environment_gets_its_threads_from_
     from distributed import Client, LocalCluster
 
     from doors_gym_baselines.runtime import available_cores
-    from doors_gym_baselines.worker_threads import WorkerThreads
+    from doors_gym_baselines.experiments.worker_threads import WorkerThreads
 
     if available_cores() < 2 or not pathlib.Path("/proc/self/task").is_dir():
         pytest.skip("one thread a worker is every library's default on one core; the pool is read in /proc")
@@ -256,7 +256,7 @@ def test_a_worker_started_without_the_drivers_environment_gets_its_threads_from_
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     # As `dask worker --no-nanny` starts one, or a nanny whose configuration sets no threads: nothing limits them,
     # but the plugin the driver registers, or the preload the worker was started with.
-    preload = ["doors_gym_baselines.worker_threads"] if setup == "preload" else []
+    preload = ["doors_gym_baselines.experiments.worker_threads"] if setup == "preload" else []
     with dask.config.set({executors.SPAWN_ENVIRONMENT: {}}):
         cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=40, preload=preload)  # fmt: skip

@@ -168,7 +168,7 @@ def test_the_host_loop_restarts_anywhere_and_keeps_those_episodes_out_of_the_rol
 
 
 def test_the_scan_ring_skips_episodes_that_started_anywhere():
-    from doors_gym_baselines.dqn_flax_scan import Episodes, track
+    from doors_gym_baselines.learners.dqn_flax_scan import Episodes, track
 
     jnp = jax.numpy
     episodes = Episodes(
@@ -194,7 +194,7 @@ def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_n
     import gymnasium as gym
 
     from doors_gym.levels import get_level
-    from doors_gym_baselines import cells as cell_codes
+    from doors_gym_baselines.learners import cells as cell_codes
     from doors_gym_baselines.levels import TrainingLevel
 
     level = get_level(level_name)
@@ -220,7 +220,7 @@ def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_n
     np.testing.assert_array_equal(planes.sum(axis=1), want)
     if framework == "torch":
         torch = needs("torch")
-        from doors_gym_baselines.dqn_torch import make_network
+        from doors_gym_baselines.learners.dqn_torch import make_network
 
         network = make_network(config)
         with torch.no_grad():
@@ -228,7 +228,7 @@ def test_relative_inputs_add_the_rows_of_their_one_hot_planes(framework, level_n
             got, want = network(torch.as_tensor(cells)), network.network[1:](hidden)
     else:
         needs("flax")
-        from doors_gym_baselines.dqn_flax import init_params, make_network
+        from doors_gym_baselines.learners.dqn_flax import init_params, make_network
 
         network = make_network(config)
         weights = init_params(network, jax.random.key(0))["params"]
@@ -247,8 +247,8 @@ def test_dueling_heads_give_the_same_q_values_in_torch_and_flax(relative):
     import gymnasium as gym
 
     from doors_gym.levels import get_level
-    from doors_gym_baselines import cells as cell_codes
-    from doors_gym_baselines import dqn_flax, dqn_torch
+    from doors_gym_baselines.learners import cells as cell_codes
+    from doors_gym_baselines.learners import dqn_flax, dqn_torch
     from doors_gym_baselines.levels import TrainingLevel
 
     level = get_level("3Walls")
@@ -287,8 +287,8 @@ def test_layer_norm_gives_the_same_q_values_in_torch_and_flax(dueling):
     import gymnasium as gym
 
     from doors_gym.levels import get_level
-    from doors_gym_baselines import cells as cell_codes
-    from doors_gym_baselines import dqn_flax, dqn_torch
+    from doors_gym_baselines.learners import cells as cell_codes
+    from doors_gym_baselines.learners import dqn_flax, dqn_torch
     from doors_gym_baselines.config import LAYER_NORM_EPSILON
     from doors_gym_baselines.levels import TrainingLevel
 
@@ -364,7 +364,7 @@ def test_a_step_cost_comes_off_the_stored_reward_only():
 
 
 def test_the_scan_stores_the_reward_less_the_step_cost_and_tracks_the_envs():
-    from doors_gym_baselines.dqn_flax_scan import make_train
+    from doors_gym_baselines.learners.dqn_flax_scan import make_train
 
     needs("flax")
     runners = []

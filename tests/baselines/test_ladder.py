@@ -16,7 +16,7 @@ from stacks import needs
 
 from doors_gym.core import DoorsParams
 from doors_gym.levels import LEVELS, get_level
-from doors_gym_baselines import cells as cell_codes
+from doors_gym_baselines.learners import cells as cell_codes
 from doors_gym_baselines.harness.replay import ReplayBuffer, min_episode_steps
 
 
@@ -38,7 +38,7 @@ def test_the_input_rebuilds_the_observation_the_env_gives(level) -> None:
 
 def test_the_first_layer_adds_the_rows_of_the_one_hot_planes() -> None:
     torch = needs("torch")
-    from doors_gym_baselines.dqn_torch import QNetwork
+    from doors_gym_baselines.learners.dqn_torch import QNetwork
 
     params = get_level("31x31").params()
     offsets = cell_codes.door_offsets(params)
@@ -104,7 +104,7 @@ def random_compare(tmp_path_factory: pytest.TempPathFactory):
     needs("mlflow")
     needs("flax")
     needs("torch")
-    from doors_gym_baselines import compare
+    from doors_gym_baselines.experiments import compare
     from doors_gym_baselines.arms import ARMS
     from doors_gym_baselines.config import RunSettings
 
@@ -138,8 +138,8 @@ def test_compare_at_a_level_runs_every_arm_on_its_backends_id(random_compare) ->
 
 
 def test_compare_at_a_level_uses_the_levels_layout_preset_and_bar() -> None:
-    from doors_gym_baselines import compare
-    from doors_gym_baselines.metrics import solved_reward
+    from doors_gym_baselines.experiments import compare
+    from doors_gym_baselines.harness.metrics import solved_reward
     from doors_gym_baselines.presets import level_preset
 
     options = compare.CompareOptions(level="63x63", arms=("torch-numpy",))
@@ -158,7 +158,7 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
     needs("mlflow")
     needs("torch")
     needs("matplotlib")
-    from doors_gym_baselines import ladder
+    from doors_gym_baselines.experiments import ladder
     from doors_gym_baselines.config import RunSettings
 
     monkeypatch.setattr(ladder, "QUICK_STEPS", 2_048)  # every env ends an episode (time limit 60)
@@ -222,7 +222,7 @@ def test_the_ladder_plan_prints_each_run_to_train_with_its_expected_time_and_tra
 
 def test_the_torch_model_over_grids_reads_the_doors_as_the_loop_does() -> None:
     torch = needs("torch")
-    from doors_gym_baselines.dqn_torch import GridQNetwork, QNetwork
+    from doors_gym_baselines.learners.dqn_torch import GridQNetwork, QNetwork
 
     params = get_level("3Walls").params()
     network = QNetwork(
@@ -237,7 +237,7 @@ def test_the_torch_model_over_grids_reads_the_doors_as_the_loop_does() -> None:
 
 
 def test_the_ladder_table_gives_wall_time_and_env_steps_to_solved() -> None:
-    from doors_gym_baselines import ladder
+    from doors_gym_baselines.experiments import ladder
 
     solved = ladder.LadderRow(
         level="Random",

@@ -33,8 +33,8 @@ that draws restarts trains with other random draws than alone (the same algorith
 @pytest.mark.parametrize("exploring", [False, True], ids=["plain", "exploring"])
 def test_each_lane_trains_as_its_trial_alone(exploring):
     jax = needs("jax")
-    from doors_gym_baselines.dqn_flax_scan import make_train
-    from doors_gym_baselines.scan_lanes import lane_values, program_config
+    from doors_gym_baselines.learners.dqn_flax_scan import make_train
+    from doors_gym_baselines.learners.scan_lanes import lane_values, program_config
 
     configs = [DQNConfig.of(**SMALL, **lane, **(EXPLORING[i] if exploring else {})) for i, lane in enumerate(LANES)]
     program = make_train(program_config(configs).replace(num_seeds=2), lanes=True)
@@ -55,7 +55,7 @@ def test_each_lane_trains_as_its_trial_alone(exploring):
 
 def test_lanes_of_one_program_must_share_its_shapes():
     needs("jax")
-    from doors_gym_baselines.scan_lanes import lane_values
+    from doors_gym_baselines.learners.scan_lanes import lane_values
 
     configs = [DQNConfig.of(**SMALL), DQNConfig.of(**{**SMALL, "batch_size": 32})]
     with pytest.raises(ValueError, match=r"configs differ in \['batch_size'\]"):
@@ -106,9 +106,9 @@ def test_lanes_need_an_arm_that_trains_seeds_together():
 def test_lanes_of_one_seed_keep_their_own_hyperparameters():
     """Trials share seeds (trial n trains tuning seed n % 10): lanes are placed by index, not by seed."""
     needs("jax")
-    from doors_gym_baselines.dqn_flax_scan import make_train
-    from doors_gym_baselines.scan_driver import compile_run, seed_layout
-    from doors_gym_baselines.scan_lanes import lane_values, program_config
+    from doors_gym_baselines.learners.dqn_flax_scan import make_train
+    from doors_gym_baselines.learners.scan_driver import compile_run, seed_layout
+    from doors_gym_baselines.learners.scan_lanes import lane_values, program_config
 
     configs = [DQNConfig.of(**SMALL, **LANES[0], seed=3), DQNConfig.of(**SMALL, **LANES[1], seed=3)]
     layout = seed_layout(1, [3, 3])
@@ -148,7 +148,7 @@ def test_live_lanes_gathered_into_a_smaller_program_train_on_as_before(monkeypat
     """Three of four lanes stop at the first evaluation and the live one moves into a program of its own: it ends
     where it ends in the program that kept all four, and the stopped lanes keep their networks and figures."""
     jax = needs("jax")
-    from doors_gym_baselines import scan_driver
+    from doors_gym_baselines.learners import scan_driver
     from doors_gym_baselines.arms import get_arm
 
     gather = scan_driver.CompiledSeeds.gather

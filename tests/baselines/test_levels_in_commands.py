@@ -8,7 +8,8 @@ import pytest
 
 from doors_gym import cli
 from doors_gym.levels import LEVELS, STUDY, get_level
-from doors_gym_baselines import compare, presets
+from doors_gym_baselines.experiments import compare
+from doors_gym_baselines import presets
 from doors_gym_baselines.api import Arm
 from doors_gym_baselines.arm import PURE_FUNCTIONS
 from doors_gym_baselines.config import RunSettings
@@ -80,7 +81,7 @@ def counted_levels(monkeypatch) -> list:
 
 
 def test_the_command_line_resolves_a_level_once_and_hands_it_to_compare(monkeypatch) -> None:
-    from doors_gym_baselines import compare as comparison
+    from doors_gym_baselines.experiments import compare as comparison
 
     built = counted_levels(monkeypatch)
     seen: dict = {}

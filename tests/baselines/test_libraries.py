@@ -23,7 +23,7 @@ needs("mlflow")
 needs("yaml")
 
 from doors_gym_baselines.arms import ARMS  # noqa: E402
-from doors_gym_baselines.enjoy import load_policy  # noqa: E402
+from doors_gym_baselines.serving.enjoy import load_policy  # noqa: E402
 from doors_gym_baselines.presets import HYPERPARAMS_DIR, hyperparameters_of, load_preset, read_preset  # noqa: E402
 from doors_gym_baselines.serving import example_observations, load_model  # noqa: E402
 

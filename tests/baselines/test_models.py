@@ -6,8 +6,8 @@ import pytest
 from stacks import needs
 
 from doors_gym import cli, rendering
-from doors_gym_baselines import enjoy
-from doors_gym_baselines.cells import encode
+from doors_gym_baselines.serving import enjoy
+from doors_gym_baselines.learners.cells import encode
 
 FLAX_SCAN_SEEDS = 2
 

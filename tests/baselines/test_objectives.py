@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from doors_gym_baselines.config import DQNConfig, RunSettings
-from doors_gym_baselines.evaluation import Evaluation
+from doors_gym_baselines.harness.evaluation import Evaluation
 from doors_gym_baselines.harness import EvaluationSchedule
-from doors_gym_baselines.metrics import (
+from doors_gym_baselines.harness.metrics import (
     HistoryRow,
     SeedFigures,
     seconds_to_first_window,
@@ -55,7 +55,7 @@ def test_each_seed_reports_its_env_steps_to_solved_beside_its_seconds() -> None:
     from types import SimpleNamespace
 
     from doors_gym_baselines.reporting import seed_runs
-    from doors_gym_baselines.metrics import Timings
+    from doors_gym_baselines.harness.metrics import Timings
 
     alone = curve((10, 1.0, UNSOLVED), (20, 2.5, SOLVED), (30, 3.0, SOLVED))
     config = DQNConfig.of(total_steps=30, eval_every=10, hold_out_steps=10)

@@ -6,7 +6,8 @@ import pathlib
 
 import pytest
 
-from doors_gym_baselines import compare, presets
+from doors_gym_baselines.experiments import compare
+from doors_gym_baselines import presets
 from doors_gym_baselines.arms import ARMS, get_arm
 from doors_gym_baselines.config import Hyperparameters, RunSettings
 
@@ -89,4 +90,4 @@ def test_the_tuned_presets_ship_with_the_package() -> None:
     # A package of its own, so that setuptools ships its data without warning about an unlisted package.
     assert "doors_gym_baselines.hyperparams" in setuptools["packages"]
     assert "*.yml" in setuptools["package-data"]["doors_gym_baselines.hyperparams"]
-    assert presets.HYPERPARAMS_DIR.name == "hyperparams" and presets.HYPERPARAMS_DIR.parent.name == "baselines"
+    assert presets.HYPERPARAMS_DIR.name == "hyperparams" and presets.HYPERPARAMS_DIR.parent.name == "doors_gym_baselines"

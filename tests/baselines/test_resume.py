@@ -26,14 +26,14 @@ class Killed(Exception):
 @pytest.fixture(autouse=True)
 def save_every_segment(monkeypatch: pytest.MonkeyPatch) -> None:
     """These runs take seconds: each segment is saved (a run saves at most once a minute)."""
-    from doors_gym_baselines import scan_driver
+    from doors_gym_baselines.learners import scan_driver
 
     monkeypatch.setattr(scan_driver, "CHECKPOINT_SECONDS", 0.0)
 
 
 def kill_at_chunk(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
     """Makes the driver's ``count``-th chunk raise :class:`Killed` (the chunks before it ran and were saved)."""
-    from doors_gym_baselines import scan_driver
+    from doors_gym_baselines.learners import scan_driver
 
     original, calls = scan_driver.CompiledSeeds.run_chunk, []
 
@@ -64,7 +64,7 @@ def test_a_run_killed_part_way_resumes_from_its_checkpoint_and_learns_what_the_w
 ) -> None:
     import jax
 
-    from doors_gym_baselines.dqn_flax_scan import train
+    from doors_gym_baselines.learners.dqn_flax_scan import train
 
     whole = train(DQNConfig.of(**SMALL))
     path = tmp_path / "run.ckpt"
@@ -89,7 +89,7 @@ def test_a_run_killed_part_way_resumes_from_its_checkpoint_and_learns_what_the_w
 
 
 def test_a_checkpoint_of_another_config_is_not_resumed(tmp_path, monkeypatch, capsys) -> None:
-    from doors_gym_baselines.dqn_flax_scan import train
+    from doors_gym_baselines.learners.dqn_flax_scan import train
 
     path = tmp_path / "run.ckpt"
     with monkeypatch.context() as patched:
@@ -109,7 +109,7 @@ def test_a_checkpoint_written_before_a_knob_was_added_resumes_while_the_knob_kee
     the same run's while that knob keeps its default, and another's once the knob is turned on."""
     import pickle
 
-    from doors_gym_baselines.dqn_flax_scan import train
+    from doors_gym_baselines.learners.dqn_flax_scan import train
 
     path = tmp_path / "run.ckpt"
     config = DQNConfig.of(**SMALL, checkpoint=str(path))
@@ -128,7 +128,7 @@ def test_a_checkpoint_written_before_a_knob_was_added_resumes_while_the_knob_kee
 
 
 def test_an_unreadable_checkpoint_is_said_and_the_run_starts_afresh(tmp_path, capsys) -> None:
-    from doors_gym_baselines.dqn_flax_scan import train
+    from doors_gym_baselines.learners.dqn_flax_scan import train
 
     path = tmp_path / "run.ckpt"
     path.write_bytes(b"not a pickle")
@@ -159,7 +159,7 @@ def test_an_arm_that_cannot_resume_refuses_a_checkpoint() -> None:
 
 
 def test_compare_gives_a_resumable_arms_runs_a_checkpoint_beside_their_cache(tmp_path) -> None:
-    from doors_gym_baselines import compare
+    from doors_gym_baselines.experiments import compare
 
     planned = compare.plan(compare.CompareOptions(arms=("flax-scan", "flax-numpy"), seeds=2, out=str(tmp_path)))
     runs = {(row.row.key, run.cache.name): run.config.run.checkpoint for row in planned.rows for run in row.runs}
@@ -213,8 +213,8 @@ def test_a_level_trial_killed_part_way_goes_on_with_its_log(tmp_path, monkeypatc
 
 def test_a_run_shorter_than_the_checkpoint_interval_writes_no_checkpoint(tmp_path, monkeypatch) -> None:
     """A short run's time stays its training's: no save before a minute has passed since the run began."""
-    from doors_gym_baselines import scan_driver
-    from doors_gym_baselines.dqn_flax_scan import train
+    from doors_gym_baselines.learners import scan_driver
+    from doors_gym_baselines.learners.dqn_flax_scan import train
 
     monkeypatch.setattr(scan_driver, "CHECKPOINT_SECONDS", 3600.0)
     path = tmp_path / "run.ckpt"

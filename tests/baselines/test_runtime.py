@@ -14,7 +14,7 @@ import pytest
 
 from stacks import needs
 
-BASELINES = pathlib.Path(__file__).resolve().parents[2] / "baselines"
+BASELINES = pathlib.Path(__file__).resolve().parents[2] / "doors_gym_baselines"
 
 SNAPSHOT = textwrap.dedent(
     """

@@ -20,7 +20,7 @@ def leaves(tree, index):
 
 def test_a_frozen_seed_stops_changing_while_the_others_train():
     jax = needs("jax")
-    from doors_gym_baselines.dqn_flax_scan import make_train
+    from doors_gym_baselines.learners.dqn_flax_scan import make_train
 
     parts = make_train(DQNConfig.of(num_seeds=2, **SMALL))
     runner = jax.jit(jax.vmap(parts.init))(jax.vmap(jax.random.key)(np.arange(2)))
@@ -43,7 +43,7 @@ def test_a_frozen_seed_stops_changing_while_the_others_train():
 def test_a_lone_seed_trains_as_the_first_of_two_unfrozen_seeds():
     """Freezing is compiled only where seeds share a program; unfrozen, a seed computes what it does alone."""
     jax = needs("jax")
-    from doors_gym_baselines.dqn_flax_scan import make_train
+    from doors_gym_baselines.learners.dqn_flax_scan import make_train
 
     alone = make_train(DQNConfig.of(num_seeds=1, **SMALL))
     together = make_train(DQNConfig.of(num_seeds=2, **SMALL))
@@ -56,8 +56,8 @@ def test_a_lone_seed_trains_as_the_first_of_two_unfrozen_seeds():
 def test_seeds_solved_through_their_window_freeze_and_keep_their_figures(monkeypatch):
     """The driver freezes a seed once it is solved through its hold-out window; its later rows repeat its figures."""
     needs("jax")
-    from doors_gym_baselines import scan_driver
-    from doors_gym_baselines.dqn_flax_scan import train
+    from doors_gym_baselines.learners import scan_driver
+    from doors_gym_baselines.learners.dqn_flax_scan import train
 
     solved_seed = {"index": 0}
     original = scan_driver.solved_since

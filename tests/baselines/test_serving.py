@@ -25,7 +25,7 @@ from doors_gym import cli  # noqa: E402
 from doors_gym_baselines import serving, tracking  # noqa: E402
 from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402
-from doors_gym_baselines.evaluation import all_start_states  # noqa: E402
+from doors_gym_baselines.harness.evaluation import all_start_states  # noqa: E402
 
 TINY = dict(
     total_steps=1_500, num_envs=8, learning_starts=300, buffer_size=2_000, batch_size=32, hidden_sizes=(32,),
@@ -197,8 +197,8 @@ def test_a_model_at_a_level_with_random_doors_logs_and_predicts_on_that_levels_o
     at its level."""
     from doors_gym.levels import get_level
     from doors_gym_baselines.levels import TrainingLevel
-    from doors_gym_baselines.enjoy import enjoy
-    from doors_gym_baselines.evaluation import start_observations
+    from doors_gym_baselines.serving.enjoy import enjoy
+    from doors_gym_baselines.harness.evaluation import start_observations
 
     level = get_level(level_name)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

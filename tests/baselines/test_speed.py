@@ -13,7 +13,7 @@ import pytest
 from stacks import needs
 
 from doors_gym_baselines.config import DQNConfig
-from doors_gym_baselines.metrics import PHASES
+from doors_gym_baselines.harness.metrics import PHASES
 
 
 @pytest.mark.slow
@@ -30,8 +30,8 @@ from doors_gym_baselines.metrics import PHASES
 )  # fmt: skip
 def test_compiled_torch_update_equals_the_eager_one(settings, fixed_batch):
     needs("torch")
-    from doors_gym_baselines.dqn_torch import TorchLearner
-    from doors_gym_baselines.dqn_torch_compile import CompiledTorchLearner
+    from doors_gym_baselines.learners.dqn_torch import TorchLearner
+    from doors_gym_baselines.learners.dqn_torch_compile import CompiledTorchLearner
 
     config = DQNConfig.of(batch_size=128, num_envs=16, hidden_sizes=(64, 64), seed=3, **settings)
     eager, compiled = TorchLearner(config), CompiledTorchLearner(config)
@@ -56,7 +56,7 @@ def test_compiled_torch_update_equals_the_eager_one(settings, fixed_batch):
 def test_compiled_learners_one_after_another_never_hit_the_recompile_limit():
     # A tuning study builds learner after learner of other shapes in one process: each compiles afresh.
     torch = needs("torch")
-    from doors_gym_baselines.dqn_torch_compile import CompiledTorchLearner
+    from doors_gym_baselines.learners.dqn_torch_compile import CompiledTorchLearner
 
     with torch._dynamo.config.patch(recompile_limit=2):  # one learner compiles two of each
         for width, batch_size in ((32, 32), (48, 64), (64, 32)):
@@ -118,7 +118,7 @@ def test_seeds_spread_over_devices_compute_what_they_compute_alone(isa):
 
 def test_a_device_count_beyond_the_devices_names_the_range():
     needs("flax")
-    from doors_gym_baselines.scan_driver import SeedLayout, seed_devices
+    from doors_gym_baselines.learners.scan_driver import SeedLayout, seed_devices
 
     with pytest.raises(ValueError, match=r"devices=99 is out of range: expected 1\.\."):
         seed_devices(99, 4)

@@ -20,10 +20,10 @@ torch = needs("torch")
 jax = needs("jax")
 needs("flax")
 
-from doors_gym_baselines.cells import planes  # noqa: E402
+from doors_gym_baselines.learners.cells import planes  # noqa: E402
 from doors_gym_baselines.config import DQNConfig  # noqa: E402
-from doors_gym_baselines.dqn_flax import FlaxLearner, LearnerState, make_optimizer  # noqa: E402
-from doors_gym_baselines.dqn_torch import TorchLearner  # noqa: E402
+from doors_gym_baselines.learners.dqn_flax import FlaxLearner, LearnerState, make_optimizer  # noqa: E402
+from doors_gym_baselines.learners.dqn_torch import TorchLearner  # noqa: E402
 
 BATCH = 64
 UPDATES = 5
@@ -160,7 +160,7 @@ class ArmUnderTest:
             if arm == "torch":
                 self.learner = TorchLearner(config)
             else:
-                from doors_gym_baselines.dqn_torch_compile import CompiledTorchLearner
+                from doors_gym_baselines.learners.dqn_torch_compile import CompiledTorchLearner
 
                 self.learner = CompiledTorchLearner(config)
             load_torch(self.learner.network, start)
@@ -173,8 +173,8 @@ class ArmUnderTest:
             self.learner = FlaxLearner(config)
             self.learner.state = state
             return
-        from doors_gym_baselines.dqn_flax_scan import make_train
-        from doors_gym_baselines.scan_profile import phase_functions
+        from doors_gym_baselines.learners.dqn_flax_scan import make_train
+        from doors_gym_baselines.learners.scan_profile import phase_functions
 
         runner = make_train(config).init(jax.random.key(0))
         self.runner = runner._replace(learner=state)

@@ -25,7 +25,7 @@ from doors_gym_baselines import executors, harness, serving, tracking, tuning  #
 from doors_gym_baselines.tuning import scores, space  # noqa: E402
 from doors_gym_baselines.tuning.study import optuna_quiet  # noqa: E402
 from doors_gym_baselines.config import DQNConfig, Hyperparameters, RunSettings  # noqa: E402
-from doors_gym_baselines.metrics import HistoryRow  # noqa: E402
+from doors_gym_baselines.harness.metrics import HistoryRow  # noqa: E402
 
 TINY_STUDY = dict(total_steps=2_000, eval_every=1_000)
 

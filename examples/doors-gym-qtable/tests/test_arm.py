@@ -47,7 +47,7 @@ def test_training_reaches_a_solved_table_and_its_file_plays_it_back(tmp_path):
     assert arm.name == "qtable" and loaded == result.config
     np.testing.assert_array_equal(model.tables[0], result.model.tables[1])
     # The model's own act (grids -> cells -> table) plays what the jitted evaluation measured.
-    from doors_gym_baselines.evaluation import evaluate_greedy
+    from doors_gym_baselines.harness.evaluation import evaluate_greedy
 
     assert evaluate_greedy(model.act, loaded.params).success_rate == result.per_seed[1].greedy_success_rate
 

@@ -1,0 +1,129 @@
+"""The tuning search space: one table of coordinates, sampled in well-conditioned coordinates (RL Zoo's manner).
+
+Each coordinate (:class:`~doors_gym_baselines.config.ranges.Range`) carries its range and its scale, the map
+between the coordinate and the hyperparameter it sets; an arm brings its own space over its own
+hyperparameters, or takes :data:`SPACE`, the DQN one; sampling
+(:func:`from_coordinates`) and its inverse (:func:`to_coordinates`) both read
+that one table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import Hyperparameters
+from ..config.ranges import ONE_MINUS, POWER_OF_TWO, Range
+
+LAYERS = ("depth", "width")
+"""What two coordinates set that is not a field of its own: ``hidden_sizes`` is ``(width,) * depth``."""
+
+SPACE = (
+    Range("one_minus_gamma", 0.005, 0.2, log=True, hyperparameter="gamma", scale=ONE_MINUS),
+    Range("depth", 1, 3, integer=True),
+    Range("log2_width", 5, 8, integer=True, hyperparameter="width", scale=POWER_OF_TWO),
+    Range("learning_rate", 3e-5, 1e-2, log=True),
+    Range("optimizer", choices=("adam", "sgd")),
+    Range("log2_batch_size", 5, 8, integer=True, hyperparameter="batch_size", scale=POWER_OF_TWO),
+    Range("log2_num_envs", 3, 6, integer=True, hyperparameter="num_envs", scale=POWER_OF_TWO),
+    Range("log2_buffer_size", 13, 17, integer=True, hyperparameter="buffer_size", scale=POWER_OF_TWO),
+    Range("train_frequency", 1, 4, integer=True),
+    Range("target_update", 25, 1000, log=True, integer=True),
+    Range("learning_starts", 500, 10_000, log=True, integer=True),
+    Range("exploration_fraction", 0.05, 0.5),
+    Range("double_dqn", choices=(False, True)),
+    Range("tau", 0.01, 1.0, log=True),
+    Range("lr_end_fraction", 0.0, 1.0),
+    Range("max_grad_norm", choices=(0.0, 0.5, 1.0, 10.0)),
+)
+"""The search space in well-conditioned coordinates (RL Zoo's manner), in the order a trial samples it: log
+learning rate, ``1 - gamma`` on a log scale, powers of two for batch, buffer, width and parallel envs, log
+target-update period and learning starts, and the stabilisers (Double DQN, log Polyak ``tau``, learning-rate
+decay, gradient clipping), which the same config fields give every framework."""
+
+
+EXPLORATION = (
+    Range("n_step", 1, 8, integer=True),
+    Range("restart_prob", 0.0, 1.0),
+    Range("restart_fraction", 0.1, 1.0),
+    Range("relative_inputs", choices=(False, True)),
+    Range("dueling", choices=(False, True)),
+    Range("step_cost", 0.0, 1.0),
+    Range("advantage_learning", 0.0, 0.95),
+)
+"""Directed exploration, searched where each episode draws its doors (the larger levels'): multi-step returns,
+exploring starts and their decay, the relative inputs, the dueling heads, a training-only step cost (up to 1: the
+``31x31`` preset's 0.5 lies inside, so a study at that level starts from it unclipped) and advantage learning's
+share (to 0.95: 20 times the gaps between actions' values at its fixed point). A study of ``Doors-v0``
+leaves them off."""
+
+Space = Sequence[Range]
+"""A search space: its coordinates, in the order a trial samples them."""
+
+
+def space_of(arm: Any, params: Any = None) -> Space:
+    """The search space of ``arm``: its own (``search_space``), or :data:`SPACE` for an arm of DQN's hyperparameters,
+    followed by :data:`EXPLORATION` where the layout ``params`` (a ``DoorsParams``; None: ``Doors-v0``'s) draws its
+    doors per episode.
+
+    Raises:
+        ValueError: for an arm with hyperparameters of its own and no search space over them.
+    """
+    if arm.search_space:
+        return tuple(arm.search_space)
+    kind = getattr(arm, "hyperparameters", Hyperparameters)
+    if not issubclass(kind, Hyperparameters):
+        raise ValueError(
+            f"arm={arm.name!r} ({arm.package}) brings no search space over its hyperparameters "
+            f"({kind.__name__}): its package can give its Arm a search_space"
+        )
+    return SPACE + EXPLORATION if params is not None and params.random_doors else SPACE
+
+
+def from_coordinates(params: dict[str, Any], base: Any, space: Space = SPACE) -> Any:
+    """The hyperparameters at a point of ``space`` (``base`` for the fields the space does not set)."""
+    values = {coordinate.target: coordinate.scale.value(params[coordinate.name]) for coordinate in space}
+    if all(name in values for name in LAYERS):
+        depth, width = (values.pop(name) for name in LAYERS)
+        values["hidden_sizes"] = (width,) * depth
+    return dataclasses.replace(base, **values)
+
+
+def to_coordinates(hyperparameters: Any, space: Space = SPACE) -> dict[str, Any]:
+    """The coordinates of ``hyperparameters`` (the inverse of :func:`from_coordinates`, before rounding into
+    the space); ``ValueError`` if the hidden layers differ in width (the DQN space has one width)."""
+    targets = {coordinate.target for coordinate in space}
+    layers: dict[str, int] = {}
+    if set(LAYERS) <= targets:
+        widths = set(hyperparameters.hidden_sizes)
+        if len(widths) != 1:
+            raise ValueError(
+                f"hidden_sizes={hyperparameters.hidden_sizes!r} differ in width: the search space has one width"
+            )
+        layers = dict(zip(LAYERS, (len(hyperparameters.hidden_sizes), widths.pop())))
+
+    def value(target: str) -> Any:
+        return layers[target] if target in layers else getattr(hyperparameters, target)
+
+    return {coordinate.name: coordinate.scale.coordinate(value(coordinate.target)) for coordinate in space}
+
+
+def suggest_hyperparameters(trial: Any, base: Any, space: Space = SPACE) -> Any:
+    """Samples ``space`` into ``base``. Works with an ``optuna.trial.FixedTrial`` too, which turns a
+    study's params back into hyperparameters."""
+    return from_coordinates({coordinate.name: coordinate.suggest(trial) for coordinate in space}, base, space)
+
+
+def params_for(hyperparameters: Any, space: Space = SPACE) -> dict[str, Any]:
+    """The point of ``space`` nearest ``hyperparameters`` (sizes to the nearest power of two, values
+    into the ranges); ``ValueError`` if the hidden layers differ in width."""
+    coordinates = to_coordinates(hyperparameters, space)
+    return {coordinate.name: coordinate.nearest(coordinates[coordinate.name]) for coordinate in space}
+
+
+def hyperparameters_from_params(params: dict[str, Any], base: Any, space: Space = SPACE) -> Any:
+    """The hyperparameters a trial with these sampled ``params`` trained (e.g. a study's ``best_params``)."""
+    import optuna
+
+    return suggest_hyperparameters(optuna.trial.FixedTrial(params), base, space)
