@@ -19,7 +19,7 @@ import pathlib
 import shutil
 
 from doors_gym.levels import LEVEL_NAMES
-from doors_gym_baselines.ladder import LadderRow, write_ladder
+from doors_gym_baselines.experiments.ladder import LadderRow, write_ladder
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LADDER = ROOT / "benchmarks" / "results" / "ladder"

@@ -29,7 +29,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _timing import machine_line, write_report  # noqa: E402
 from update_cost import build  # noqa: E402
 
-from doors_gym_baselines import cells as cell_codes  # noqa: E402
+from doors_gym_baselines.learners import cells as cell_codes  # noqa: E402
 from doors_gym_baselines.config import DQNConfig, RunSettings  # noqa: E402
 from doors_gym_baselines.levels import TrainingLevel  # noqa: E402
 

@@ -300,7 +300,7 @@ def print_plan(rungs: Sequence[tuple[CompareOptions, TrainingLevel]], run: RunSe
     """Prints the runs each rung would train (not finished under its ``out``) with their expected wall seconds
     (:func:`expected_seconds`; ``?`` where the committed table has no row), then the totals; returns the expected
     seconds of the runs whose row it has."""
-    from .harness.progress import describe_seconds
+    from ..harness.progress import describe_seconds
 
     expected, total, unknown, count = expected_seconds(), 0.0, 0, 0
     for level_options, level in rungs:

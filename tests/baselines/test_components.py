@@ -289,7 +289,7 @@ def test_each_evaluation_is_a_line_against_the_bar_and_a_log_line_says_the_time_
     """A long run shows its learning as it happens: every evaluation's greedy success and rolling reward against the
     level's bar and whether it is solved (and held), in a log's lines and beside a terminal's bar."""
     from doors_gym_baselines.harness import progress as bars
-    from doors_gym_baselines.metrics import HistoryRow, SeedFigures
+    from doors_gym_baselines.harness.metrics import HistoryRow, SeedFigures
 
     def row(step: int, success: float, rolling: float) -> HistoryRow:
         seed = SeedFigures(1, success, 0.6, 0.9, rolling, solved_reward=0.632)

@@ -197,7 +197,7 @@ def test_the_ladder_plans_a_comparison_per_level_and_resumes(tmp_path, monkeypat
 def test_the_ladder_plan_prints_each_run_to_train_with_its_expected_time_and_trains_nothing(tmp_path, capsys):
     """``ladder --plan``: the runs not finished under --out, each with the committed table's seconds per run of its
     row (``?`` where the table has none), and their total; nothing trains, nothing is written."""
-    from doors_gym_baselines import ladder
+    from doors_gym_baselines.experiments import ladder
 
     expected = ladder.expected_seconds()
     assert expected[("31x31", "flax-scan")] > expected[("3Walls", "flax-scan")] > 0

@@ -21,7 +21,8 @@ mlflow = needs("mlflow")
 needs("flax")
 needs("torch")
 
-from doors_gym_baselines import executors, harness, serving, tracking, tuning  # noqa: E402
+from doors_gym_baselines import harness, serving, tracking, tuning  # noqa: E402
+from doors_gym_baselines.experiments import executors  # noqa: E402
 from doors_gym_baselines.tuning import scores, space  # noqa: E402
 from doors_gym_baselines.tuning.study import optuna_quiet  # noqa: E402
 from doors_gym_baselines.config import DQNConfig, Hyperparameters, RunSettings  # noqa: E402
