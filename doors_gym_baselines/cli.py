@@ -67,7 +67,7 @@ def add_enjoy_arguments(parser: argparse.ArgumentParser) -> None:
 def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``tune`` flags: the arm, the study's settings and every trial's run settings."""
     parser.add_argument("--arm", required=True, choices=tuple(ARMS), help="which arm to tune")
-    flags.add_arguments(parser.add_argument_group("study"), TuneOptions, TuneOptions())
+    flags.add_arguments(parser.add_argument_group("study"), TuneOptions, TuneOptions.shown_defaults())
     flags.add_arguments(
         parser.add_argument_group("every trial"),
         RunSettings,
@@ -84,7 +84,7 @@ TUNING_BUDGET = ("total_steps", "eval_every", "hold_out_steps")
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``compare`` flags: the comparison's settings and the machinery of every run."""
-    flags.add_arguments(parser.add_argument_group("comparison"), CompareOptions, CompareOptions())
+    flags.add_arguments(parser.add_argument_group("comparison"), CompareOptions, CompareOptions.shown_defaults())
     add_machinery_arguments(parser)
     parser.set_defaults(handler=run_compare)
 
@@ -101,7 +101,7 @@ def add_ladder_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``ladder`` flags: the ladder's settings and the machinery of every run."""
     from .experiments.ladder import LadderOptions
 
-    flags.add_arguments(parser.add_argument_group("ladder"), LadderOptions, LadderOptions())
+    flags.add_arguments(parser.add_argument_group("ladder"), LadderOptions, LadderOptions.shown_defaults())
     add_machinery_arguments(parser)
     parser.set_defaults(handler=run_ladder)
 
@@ -206,7 +206,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, arms: tuple[str, ...]) 
     parser.add_argument(
         "--save", type=pathlib.Path, default=None, help="write the trained model to this file (its folder is created)"
     )
-    flags.add_arguments(parser.add_argument_group("tracking"), TrackOptions, TrackOptions())
+    flags.add_arguments(parser.add_argument_group("tracking"), TrackOptions, TrackOptions.shown_defaults())
     parser.set_defaults(handler=run_train)
 
 

@@ -10,7 +10,8 @@ of each command's options (``EXPERIMENT``, ``OUT``, ``MODELS``), taken where the
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+import types
+from typing import Any, ClassVar
 
 from .fields import field
 
@@ -33,6 +34,17 @@ class TrackingOptions:
         if not self.experiment:
             object.__setattr__(self, "experiment", self.EXPERIMENT)
 
+    @classmethod
+    def shown_defaults(cls) -> Any:
+        """The defaults the command's flags show, each field's with the command's constants in place of the empty
+        ones, read without building (and so validating) an instance, which may need an arm's framework."""
+        values = {spec.name: spec.default for spec in dataclasses.fields(cls)}
+        return types.SimpleNamespace(**{**values, **cls._constants()})
+
+    @classmethod
+    def _constants(cls) -> dict[str, Any]:
+        return {"experiment": cls.EXPERIMENT}
+
 
 @dataclasses.dataclass(frozen=True)
 class RunsOptions(TrackingOptions):
@@ -44,6 +56,10 @@ class RunsOptions(TrackingOptions):
     out: str = field("", "folder for the command's tables and plots and its finished runs")
     models: bool | None = field(None, "log the trained models to MLflow")
     fresh: bool = field(False, "retrain every run instead of reusing finished ones")
+
+    @classmethod
+    def _constants(cls) -> dict[str, Any]:
+        return {**super()._constants(), "out": cls.OUT, "models": cls.MODELS}
 
     def __post_init__(self) -> None:
         super().__post_init__()
