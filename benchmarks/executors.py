@@ -1,8 +1,11 @@
 """``doors-gym ladder --quick`` with ``--executor local`` and ``--executor dask --workers N`` side by side, and the
-fault probes of the Dask executor: a worker SIGKILLed mid-run, and the driver SIGKILLed and rerun.
+fault probes of the Dask executor: a worker SIGKILLed mid-run, and the driver SIGKILLed and rerun; or, with
+``--scale``, the scale-out per worker (``_scale_out.py``).
 
     python benchmarks/executors.py --out /tmp/executors                  # both executors, then the two probes
     python benchmarks/executors.py --out /tmp/executors --skip-probes
+    python benchmarks/executors.py --scale 1 2                           # the grid at 1 and 2 workers
+    python benchmarks/executors.py --scale 1 2 --smoke                   # a tiny grid: the script end to end
 
 Each executor runs the whole quick ladder in a process of its own, into its own folder and MLflow store, one
 after the other (never both at once); the table compares their rows (seeds solved, env steps to solved, final
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import os
 import pathlib
 import platform
@@ -24,6 +28,8 @@ import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
@@ -129,12 +135,69 @@ def fault_probes(out: pathlib.Path, workers: int) -> list[str]:
     return lines
 
 
+def scale_main(args: argparse.Namespace) -> None:
+    """The scale-out table (``--scale``): the grid at each worker count under each executor, written as Markdown."""
+    from _scale_out import EXECUTORS, HEADERS, Grid, scale_out, table_rows
+    from _timing import machine_line, write_report
+
+    os.environ["JAX_PLATFORMS"] = "cpu"  # the workers inherit it: the scale-out is the CPU's, on a GPU host too
+    grid = Grid(tuple(args.grid_arms), args.grid_level, args.grid_seeds, args.grid_steps, args.grid_preset)
+    if args.smoke:
+        grid = dataclasses.replace(grid, seeds=1, total_steps=50_000)
+    rows = scale_out(grid, args.scale, args.executors or EXECUTORS)
+    single = [row for row in rows if row.workers == 1]
+    total = f"; the runs' own seconds total {sum(single[0].run_seconds.values()):.0f} at 1 worker" if single else ""
+    smoke = "**Smoke grid: it checks the script end to end; its figures are not the measurement.** "
+    smoke = smoke if args.smoke else ""
+    intro = (
+        f"{smoke}Grid: {', '.join(grid.arms)} x {grid.seeds} seed{'s' if grid.seeds > 1 else ''} (from "
+        f"{grid.first_seed}) at {grid.level}, "
+        f"the {grid.preset} preset, {grid.total_steps:,} env steps each, no stop once solved{total}. "
+        f"JAX on the CPU. {machine_line()}. A row of N workers runs pinned to N cores, each Dask worker and each "
+        "`doors-gym train` process with one core's threads, runs started longest first, one JAX compilation cache "
+        "per row. Makespan: from opening the executor (a cluster's start included) to the last run's result; floor: "
+        "max(longest run, total run seconds / workers, driver CPU seconds), over the runs' own wall seconds in that "
+        "row; CPU s: the driver and every process it started; speed-up: the same executor's 1-worker makespan over "
+        "this one."
+    )
+    path = pathlib.Path(args.table or (
+        pathlib.Path(args.out) / "scale_out_smoke.md" if args.smoke
+        else pathlib.Path(__file__).parent / "results" / "executors" / f"scale_out_{os.cpu_count()}cores.md"
+    ))  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    command = " ".join(["python benchmarks/executors.py", *sys.argv[1:]])
+    print(write_report(path, command, intro, HEADERS, table_rows(rows)))
+    print(f"written to {path}")
+
+
 def main() -> None:
+    from _scale_out import Grid
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="out/executors")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-probes", action="store_true")
+    scale = parser.add_argument_group("the scale-out per worker (--scale)")
+    scale.add_argument("--scale", type=int, nargs="+", metavar="WORKERS",
+                       help="train the grid at each of these worker counts (instead of the ladder and the probes)")
+    scale.add_argument("--executors", nargs="+", choices=("dask", "processes"),
+                       help="which executors (default: both, Dask first at each worker count)")
+    grid = Grid()
+    scale.add_argument("--grid-arms", nargs="+", default=list(grid.arms), help="arms (default: %(default)s)")
+    scale.add_argument("--grid-level", default=grid.level, help="level of every run (default: %(default)s)")
+    scale.add_argument("--grid-seeds", type=int, default=grid.seeds, help="seeds per arm, a run each (default: "
+                       "%(default)s)")
+    scale.add_argument("--grid-steps", type=int, default=grid.total_steps, help="env steps per run, no stop once "
+                       "solved (default: %(default)s)")
+    scale.add_argument("--grid-preset", default=grid.preset, help="hyperparameters of every run (default: %(default)s)")
+    scale.add_argument("--smoke", action="store_true",
+                       help="one seed of 50k env steps per arm: checks the script, measures nothing")
+    scale.add_argument("--table", help="the Markdown file (default: benchmarks/results/executors/"
+                                       "scale_out_<cores>cores.md; --smoke: <out>/scale_out_smoke.md)")
     args = parser.parse_args()
+    if args.scale:
+        scale_main(args)
+        return
     out = pathlib.Path(args.out)
     (local, local_cpu) = timed_ladder(out / "local", [])
     (spread, spread_cpu) = timed_ladder(out / "dask", ["--executor", "dask", "--workers", str(args.workers)])

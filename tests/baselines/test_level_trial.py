@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
 import subprocess
 import sys
 
+from benchmark_scripts import load_benchmark
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def load_trial_table():
-    spec = importlib.util.spec_from_file_location("trial_table", ROOT / "benchmarks" / "trial_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def seed_rows(solved_by_step: list[tuple[int, bool, bool]]) -> list[dict]:
@@ -43,7 +37,7 @@ def write_log(
 
 
 def test_a_seed_counts_as_solved_from_its_first_streak_that_spans_the_hold_out_window(tmp_path):
-    table = load_trial_table()
+    table = load_benchmark("trial_table")
     # seed 1: solved at 100, lost at 200, solved again from 300 through 500; seed 2: only at the last evaluation.
     rows = seed_rows(
         [(100, True, False), (200, False, False), (300, True, False), (400, True, False), (500, True, True)]
@@ -59,7 +53,7 @@ def test_a_seed_counts_as_solved_from_its_first_streak_that_spans_the_hold_out_w
 
 
 def test_a_run_solved_on_every_seed_stops_as_solved_and_one_at_its_budget_as_budget(tmp_path):
-    table = load_trial_table()
+    table = load_benchmark("trial_table")
     solved = seed_rows([(100, True, True), (200, True, True)])
     line = table.table_row(write_log(tmp_path / "a.jsonl", solved, 200, 100))
     assert "| 2/2 | 100 100 | 1 1 | 200 | solved |" in line
@@ -88,5 +82,5 @@ def test_level_trial_logs_each_evaluation_and_the_table_reads_it(tmp_path):
     assert end["finished"] is True and end["env_steps"] == rows[-1]["step"]
     printed = [line for line in done.stdout.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(printed) == len(rows)  # every printed evaluation is logged, and no other
-    line = load_trial_table().table_row(log)
+    line = load_benchmark("trial_table").table_row(log)
     assert "| study | flax-numpy | 0/1 |" in line and f"| {rows[-1]['step']:,} | budget |" in line

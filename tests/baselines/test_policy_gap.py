@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
-
 import gymnasium as gym
 import numpy as np
 import pytest
+from benchmark_scripts import load_benchmark
 
 import doors_gym  # noqa: F401  (registers the ids)
 from doors_gym.oracle import oracle_action
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def load_policy_gap():
-    spec = importlib.util.spec_from_file_location("policy_gap", ROOT / "benchmarks" / "policy_gap.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 class Oracle:
@@ -40,7 +27,7 @@ class Stay:
 
 
 def test_the_oracle_has_no_gap_and_a_policy_that_stays_misses_every_episode() -> None:
-    policy_gap = load_policy_gap()
+    policy_gap = load_benchmark("policy_gap")
     env = gym.make("Doors-3Walls-v0")
     best = policy_gap.measure(Oracle(env), env, episodes=20, epsilon=0.0)
     assert best.missed == 0 and best.missed_steps == 0 and best.extra_steps == 0 and best.longer == 0.0
