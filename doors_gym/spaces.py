@@ -85,42 +85,21 @@ def make_params(*, default_limit: Any, **keywords: Any) -> DoorsParams:
     naming it and the allowed ones.
     """
     check_keywords(keywords)
-    return _make_params(default_limit=default_limit, **keywords)
-
-
-def _make_params(
-    grid_size: Any = core.DEFAULT_GRID_SIZE,
-    n_doors: Any = None,
-    door_cols: Any = None,
-    max_episode_steps: Any = None,
-    obs_mode: Any = "grid",
-    cell_pixels: Any = None,
-    colors: Any = None,
-    n_walls: Any = core.DEFAULT_N_WALLS,
-    doors: Any = "fixed",
-    *,
-    default_limit: Any,
-) -> DoorsParams:
-    if max_episode_steps is None:
-        max_episode_steps = default_limit
-    elif core._is_int(max_episode_steps) and max_episode_steps == NO_LIMIT:
-        max_episode_steps = None
-    elif not core._is_int(max_episode_steps) or max_episode_steps < 1:
+    limit = keywords.get("max_episode_steps")
+    if limit is None:
+        limit = default_limit
+    elif core._is_int(limit) and limit == NO_LIMIT:
+        limit = None
+    elif not core._is_int(limit) or limit < 1:
         raise ValueError(
-            f"max_episode_steps={max_episode_steps!r} is invalid: expected an integer >= 1, "
+            f"max_episode_steps={limit!r} is invalid: expected an integer >= 1, "
             "None (the default, (n_walls + 1) * (H + W)) or -1 (no limit)"
         )
-    return DoorsParams(
-        grid_size=tuple(grid_size) if core.is_int_pair(grid_size) else grid_size,
-        n_doors=n_doors,
-        door_cols=door_cols,
-        max_episode_steps=max_episode_steps,
-        obs_mode=obs_mode,
-        cell_pixels=cell_pixels,
-        colors=colors,
-        n_walls=n_walls,
-        doors=doors,
-    )
+    grid_size = keywords.get("grid_size", core.DEFAULT_GRID_SIZE)
+    if core.is_int_pair(grid_size):
+        grid_size = tuple(grid_size)
+    # The other keywords go in as given: a keyword left out takes DoorsParams's default, which is EnvKeywords'.
+    return DoorsParams(**{**keywords, "grid_size": grid_size, "max_episode_steps": limit})
 
 
 def observation_space(params: DoorsParams) -> spaces.Space:

@@ -1,4 +1,5 @@
-"""What the library arms share: their record, their model archive, their training figures and their phase clock.
+"""What the library arms share: their record, their model archive, their env's keywords, their model's greedy
+actions, their evaluations, their training figures and their phase clock.
 
 Every library arm keeps its agent in the library's own format inside a zip archive (Stable-Baselines3 and SBX
 write one themselves; rejax has no format of its own, so its parameters go in as Flax msgpack) to which
@@ -22,7 +23,15 @@ import numpy as np
 
 from doors_gym import core
 from doors_gym.wrappers import agent_goal_planes
-from doors_gym_baselines.api import Arm, Config, TrainingFigures
+from doors_gym_baselines.api import (
+    Arm,
+    Config,
+    EvaluationSchedule,
+    Reporter,
+    TrainingFigures,
+    evaluate_greedy,
+    history_row,
+)
 
 META = "doors_gym.json"
 """The archive entry that names the arm and holds the config."""
@@ -90,6 +99,58 @@ def network_inputs(obs: np.ndarray, num_cells: int, observation: str) -> np.ndar
     if observation == "cells":
         return agent_goal_planes(grid)
     return grid.astype(np.float32)
+
+
+def env_keywords(config: Config) -> dict[str, Any]:
+    """The Doors env's keywords of a run: its layout and time limit from the run settings, and the observation the
+    env gives (the grid where the network sees ``cells``: the arm's wrapper makes the agent's and the goal's planes
+    of it)."""
+    run, hyper = config.run, config.hyperparameters
+    return {
+        "grid_size": tuple(run.grid_size),
+        "n_doors": run.n_doors,
+        "door_cols": run.door_cols,
+        "max_episode_steps": run.max_episode_steps,
+        "obs_mode": "grid" if hyper.observation == "cells" else hyper.observation,
+    }
+
+
+class GreedyModel:
+    """A trained library agent as doors-gym asks of a model: its ``q_values`` on grid observations ``(batch, H * W)``
+    (each arm's own, on its :meth:`inputs`) and ``act``, their argmax. ``config`` is the run's."""
+
+    config: Config
+
+    def inputs(self, obs: np.ndarray) -> np.ndarray:
+        """The network's input for grid observations, as it read them in training (:func:`network_inputs`)."""
+        return network_inputs(obs, self.config.params.num_cells, self.config.hyperparameters.observation)
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """``(batch, 5)`` float32 Q-values."""
+        raise NotImplementedError
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Greedy actions ``(batch,)`` int64 (what the library's own ``predict(deterministic=True)`` gives)."""
+        return np.argmax(self.q_values(obs), axis=-1).astype(np.int64)
+
+
+def greedy_schedule(
+    model: GreedyModel,
+    config: Config,
+    trial: Reporter | None,
+    start: float,
+    window: EpisodeWindow | SegmentWindow,
+    epsilon: Callable[[int], float],
+) -> EvaluationSchedule:
+    """The run's evaluation schedule: each evaluation plays ``model`` greedily from every start/goal pair and makes
+    its history row with the training figures of ``window`` and the exploration rate ``epsilon(step)``."""
+
+    def evaluate(step: int) -> tuple[Any, Any]:
+        evaluation = evaluate_greedy(model.act, config.params)
+        row = history_row(step, start, epsilon(step), [], [evaluation], [window.figures()], [config.run.seed])
+        return evaluation, row
+
+    return EvaluationSchedule(evaluate, [], trial, config)
 
 
 class EpisodeWindow:

@@ -31,25 +31,23 @@ from doors_gym.wrappers import agent_goal_planes
 from doors_gym_baselines.api import (
     ONE_MINUS,
     POWER_OF_TWO,
-    Arm,
     Config,
-    EvaluationSchedule,
     Range,
     TrainResult,
-    evaluate_greedy,
     field,
-    history_row,
     jax_compilation_cache,
 )
 
 from .common import (
+    GreedyModel,
     LibraryArm,
     SegmentWindow,
     check_choice,
     check_network,
     check_positive,
     check_unit,
-    network_inputs,
+    env_keywords,
+    greedy_schedule,
     presets,
     read_archive,
     write_archive,
@@ -203,7 +201,7 @@ class EpisodeTotals:
         return self._observed(obs), TotalsState(inner, totals), reward, done, info
 
 
-def make_algorithm(config: Config, arm: Arm) -> Any:
+def make_algorithm(config: Config, arm: LibraryArm) -> Any:
     """rejax's algorithm of ``arm`` for ``config``, on :class:`EpisodeTotals` of ``DoorsGymnax``."""
     rejax = require("rejax", f"the {arm.name} arm")
     from flax import linen as nn
@@ -211,12 +209,7 @@ def make_algorithm(config: Config, arm: Arm) -> Any:
     from doors_gym.jax import DoorsGymnax
 
     run, hyper = config.run, config.hyperparameters
-    layout = {"grid_size": tuple(run.grid_size), "n_doors": run.n_doors, "door_cols": run.door_cols}
-    cells = hyper.observation == "cells"  # the grid, made into the agent's and the goal's planes in the wrapper
-    obs_mode = "grid" if cells else hyper.observation
-    env = EpisodeTotals(
-        DoorsGymnax(step_api="0.0", max_episode_steps=run.max_episode_steps, obs_mode=obs_mode, **layout), cells
-    )
+    env = EpisodeTotals(DoorsGymnax(step_api="0.0", **env_keywords(config)), hyper.observation == "cells")
     settings = {name: getattr(hyper, name) for name in _settings_of(hyper)}
     algorithm = getattr(rejax, arm.module().ALGORITHMS[arm.name]).create(
         env=env,
@@ -254,7 +247,7 @@ def updates_of(hyper: Any, step: int) -> int:
     return max(0, step - hyper.fill_buffer) // hyper.num_envs * hyper.num_epochs
 
 
-class RejaxModel:
+class RejaxModel(GreedyModel):
     """A trained rejax Q-network on grid observations ``(batch, H * W)``: ``q_values`` and ``act``."""
 
     def __init__(self, agent: Any, params: Any, config: Config) -> None:
@@ -265,15 +258,10 @@ class RejaxModel:
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``(batch, 5)`` float32 Q-values (the network's input made as in training)."""
-        inputs = network_inputs(obs, self.config.params.num_cells, self.config.hyperparameters.observation)
-        return np.asarray(self._apply(self.params, inputs), dtype=np.float32)
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        """Greedy actions ``(batch,)`` int64."""
-        return np.argmax(self.q_values(obs), axis=-1).astype(np.int64)
+        return np.asarray(self._apply(self.params, self.inputs(obs)), dtype=np.float32)
 
 
-def compiled(config: Config, arm: Arm) -> tuple[Any, Any, Any, int]:
+def compiled(config: Config, arm: LibraryArm) -> tuple[Any, Any, Any, int]:
     """``(algorithm, first train state, the compiled segment, segments)`` of a run."""
     import jax
 
@@ -290,7 +278,7 @@ def compiled(config: Config, arm: Arm) -> tuple[Any, Any, Any, int]:
     return algorithm, state, program, segments
 
 
-def train(config: Config, trial: Any, arm: Arm) -> TrainResult:
+def train(config: Config, trial: Any, arm: LibraryArm) -> TrainResult:
     """Trains one seed in compiled segments; evaluates after each and stops when solved and held."""
     import jax
 
@@ -299,15 +287,10 @@ def train(config: Config, trial: Any, arm: Arm) -> TrainResult:
         start = time.perf_counter()
         algorithm, state, program, segments = compiled(config, arm)
         compile_seconds = time.perf_counter() - start
-        window, history, seen = SegmentWindow(run.rolling_episodes), [], np.zeros(4)
+        window, seen = SegmentWindow(run.rolling_episodes), np.zeros(4)
         model = RejaxModel(algorithm.agent, state.q_ts.params, config)
-
-        def evaluate(step: int) -> tuple[Any, Any]:
-            evaluation = evaluate_greedy(model.act, config.params)
-            epsilon = float(algorithm.epsilon_schedule(step))
-            return evaluation, history_row(step, start, epsilon, [], [evaluation], [window.figures()], [run.seed])
-
-        schedule = EvaluationSchedule(evaluate, history, trial, config)
+        epsilon = algorithm.epsilon_schedule
+        schedule = greedy_schedule(model, config, trial, start, window, lambda step: float(epsilon(step)))
         training, step = 0.0, 0
         for index in range(segments):
             began = time.perf_counter()
@@ -337,7 +320,7 @@ def save_model(result: TrainResult, path: str, seed_index: int = 0) -> None:
     write_archive(path, buffer.getvalue(), result.arm, result.config)
 
 
-def load_with(arm: Arm, path: str) -> tuple[str, RejaxModel, Config]:
+def load_with(arm: LibraryArm, path: str) -> tuple[str, RejaxModel, Config]:
     """``(arm name, model, config)`` of a file :func:`save_model` wrote for ``arm``."""
     import jax
     from flax import serialization

@@ -16,7 +16,7 @@ import numpy as np
 from doors_gym_baselines.api import LINEAR, Config, Range, field
 
 from . import stable
-from .common import check_unit, presets
+from .common import check_unit
 from .stable import INTEGERS
 
 LIBRARY = "stable_baselines3"
@@ -71,16 +71,7 @@ SEARCH_SPACE = (*stable.zoo_space((200, 5000)), Range("lr_end_fraction", 0.0, 1.
 steps), and the learning rate's end fraction. One env instead of 16 means 200k updates: about 20 minutes at the
 5.9 ms per update SB3 takes here, against 1.2 minutes for 16 envs."""
 
-ARM = stable.StableArm(
-    "sb3-dqn",
-    "torch",
-    stable.ENV_ID,
-    "SB3 DQN (torch) + Doors-v0",
-    stable.train,
-    stable.save_model,
-    hyperparameters=SB3Hyperparameters,
-    presets=presets("sb3-dqn", ("defaults", "zoo", "shared", "shared-onehot", "tuned")),
-    search_space=SEARCH_SPACE,
-    requirements=("stable-baselines3", "torch"),
+ARM = stable.make_arm(
+    "sb3-dqn", "torch", "SB3 DQN (torch) + Doors-v0", SB3Hyperparameters, SEARCH_SPACE, ("stable-baselines3", "torch")
 )
 """The arm's record (entry point ``sb3-dqn`` of the group ``doors_gym.arms``)."""

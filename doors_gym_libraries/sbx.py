@@ -18,7 +18,6 @@ import numpy as np
 from doors_gym_baselines.api import Config, field
 
 from . import stable
-from .common import presets
 from .stable import INTEGERS, UNITS
 
 LIBRARY = "sbx"
@@ -66,16 +65,5 @@ SEARCH_SPACE = stable.zoo_space((10, 1000))
 vector-env steps). One env instead of 16 means 200k updates: about 6 minutes at the 1.9 ms per update SBX takes
 here, against 24 seconds for 16 envs."""
 
-ARM = stable.StableArm(
-    "sbx-dqn",
-    "jax",
-    stable.ENV_ID,
-    "SBX DQN (JAX) + Doors-v0",
-    stable.train,
-    stable.save_model,
-    hyperparameters=SBXHyperparameters,
-    presets=presets("sbx-dqn", ("defaults", "zoo", "shared", "shared-onehot", "tuned")),
-    search_space=SEARCH_SPACE,
-    requirements=("sbx-rl", "jax"),
-)
+ARM = stable.make_arm("sbx-dqn", "jax", "SBX DQN (JAX) + Doors-v0", SBXHyperparameters, SEARCH_SPACE, ("sbx-rl", "jax"))
 """The arm's record (entry point ``sbx-dqn`` of the group ``doors_gym.arms``)."""

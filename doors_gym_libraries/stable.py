@@ -34,20 +34,21 @@ from doors_gym_baselines.api import (
     EvaluationSchedule,
     Range,
     TrainResult,
-    evaluate_greedy,
     field,
-    history_row,
     torch_threads,
 )
 
 from .common import (
     EpisodeWindow,
+    GreedyModel,
     LibraryArm,
     PhaseClock,
     check_network,
     check_positive,
     check_unit,
-    network_inputs,
+    env_keywords,
+    greedy_schedule,
+    presets,
     read_archive,
     write_archive,
 )
@@ -57,6 +58,8 @@ INTEGERS = ("n_envs", "buffer_size", "batch_size", "train_freq", "gradient_steps
 """The settings that are integers >= 1 (``n_envs``, the vector env's, first; the rest are ``DQN``'s keywords)."""
 UNITS = ("gamma", "exploration_fraction", "exploration_initial_eps", "exploration_final_eps")
 """The settings both libraries take that are numbers in [0, 1]."""
+PRESET_NAMES = ("defaults", "zoo", "shared", "shared-onehot", "tuned")
+"""Each arm's presets: its library's defaults, RL Zoo's, the shared one (and its one-hot input), the tuned one."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,19 +125,12 @@ def make_env(config: Config) -> Any:
     from doors_gym.wrappers import AgentGoalPlanes
 
     run, hyper = config.run, config.hyperparameters
-    cells = hyper.observation == "cells"  # the grid, made into the agent's and the goal's planes by a wrapper
-    layout = {
-        "grid_size": tuple(run.grid_size),
-        "n_doors": run.n_doors,
-        "door_cols": run.door_cols,
-        "max_episode_steps": run.max_episode_steps,
-        "obs_mode": "grid" if cells else hyper.observation,
-    }
-    wrapper = AgentGoalPlanes if cells else None
-    return make_vec_env(ENV_ID, n_envs=hyper.n_envs, seed=run.seed, env_kwargs=layout, wrapper_class=wrapper)
+    wrapper = AgentGoalPlanes if hyper.observation == "cells" else None
+    keywords = env_keywords(config)
+    return make_vec_env(ENV_ID, n_envs=hyper.n_envs, seed=run.seed, env_kwargs=keywords, wrapper_class=wrapper)
 
 
-class StableModel:
+class StableModel(GreedyModel):
     """A trained SB3 or SBX agent as doors-gym asks of a model: ``q_values`` and ``act`` on grid observations
     ``(batch, H * W)`` (turned into the network's ``flat`` input where it was trained on that)."""
 
@@ -148,15 +144,11 @@ class StableModel:
         observation = self.config.hyperparameters.observation
         if observation == "grid":  # the library casts the int16 codes itself
             return np.asarray(obs).reshape(-1, self.config.params.num_cells)
-        return network_inputs(obs, self.config.params.num_cells, observation)
+        return super().inputs(obs)
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """``(batch, 5)`` float32 Q-values."""
         return np.asarray(self._q_values(self.agent, self.inputs(obs)), dtype=np.float32)
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        """Greedy actions ``(batch,)`` int64 (the library's own ``predict(deterministic=True)``: the argmax)."""
-        return np.argmax(self.q_values(obs), axis=-1).astype(np.int64)
 
 
 def protocol_callback(library: Any, window: EpisodeWindow, schedule: EvaluationSchedule, total: int) -> Any:
@@ -192,16 +184,7 @@ def train(config: Config, trial: Any, arm: Arm) -> TrainResult:
         clock.wrap(agent, "train", "update", first)
         model = StableModel(agent, config, module.q_values)
         window = EpisodeWindow(run.rolling_episodes)
-        history: list = []
-
-        def evaluate(step: int) -> tuple[Any, Any]:
-            evaluation = evaluate_greedy(model.act, config.params)
-            row = history_row(
-                step, start, float(agent.exploration_rate), [], [evaluation], [window.figures()], [run.seed]
-            )
-            return evaluation, row
-
-        schedule = EvaluationSchedule(evaluate, history, trial, config)
+        schedule = greedy_schedule(model, config, trial, start, window, lambda step: float(agent.exploration_rate))
         callback = protocol_callback(library, window, schedule, run.total_steps)
         agent.learn(total_timesteps=run.total_steps, callback=callback)
         clock.unwrap()
@@ -244,3 +227,22 @@ class StableArm(LibraryArm):
     def read(self, path: str | pathlib.Path) -> tuple[str, StableModel, Config]:
         """As :meth:`~doors_gym_baselines.api.Arm.read`, the file read by its library as this arm."""
         return Arm.read(dataclasses.replace(self, loader=functools.partial(load_with, self)), path)
+
+
+def make_arm(
+    name: str, framework: str, label: str, hyperparameters: type, search_space: tuple[Range, ...], requirements: tuple
+) -> StableArm:
+    """The record of a Stable-Baselines3-family arm on ``Doors-v0``: trained (:func:`train`), saved
+    (:func:`save_model`) and read here, its presets ``presets/<name>-<preset>.yml`` (:data:`PRESET_NAMES`)."""
+    return StableArm(
+        name,
+        framework,
+        ENV_ID,
+        label,
+        train,
+        save_model,
+        hyperparameters=hyperparameters,
+        presets=presets(name, PRESET_NAMES),
+        search_space=search_space,
+        requirements=requirements,
+    )

@@ -99,6 +99,27 @@ def door_offsets(params: DoorsParams, cell_planes: bool = True) -> tuple[int, ..
     return tuple(first + wall * params.width for wall in range(params.n_walls) for _ in range(params.n_doors))
 
 
+class InputLayout(NamedTuple):
+    """Where a Q-network's first layer reads its input, as both frameworks' ``QNetwork`` take it (their keywords
+    of the same names): the rows of the door columns, the layer's inputs (``None``: the two cell planes alone),
+    the :class:`RelativeRows` (``None`` without ``relative_inputs``) and the grid's width they need (0 without)."""
+
+    door_offsets: tuple[int, ...]
+    num_inputs: int | None
+    relative: RelativeRows | None
+    grid_width: int
+
+
+def input_layout(params: DoorsParams, relative: bool = False, cell_planes: bool = True) -> InputLayout:
+    """The :class:`InputLayout` of ``params`` with the hyperparameters ``relative_inputs`` and ``cell_planes``."""
+    return InputLayout(
+        door_offsets=door_offsets(params, cell_planes),
+        num_inputs=num_inputs(params, relative, cell_planes) if params.random_doors or relative else None,
+        relative=relative_rows(params, cell_planes) if relative else None,
+        grid_width=params.width if relative else 0,
+    )
+
+
 def door_columns(obs: np.ndarray, params: DoorsParams) -> np.ndarray:
     """``(..., n_walls * n_doors)`` int16: each wall's open columns of grid observations ``(..., H * W)``,
     ascending per wall (what ``DoorsState.doors`` holds, flattened). Reads only the wall rows."""

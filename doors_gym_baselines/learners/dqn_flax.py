@@ -32,7 +32,7 @@ from ..harness import Batch, Reporter, save_model
 from ..harness.evaluation import evaluation_episodes
 from ..harness.metrics import TrainResult
 from ..runtime import jax_compilation_cache
-from .cells import CELLS_DTYPE, RelativeRows, door_offsets, encode, input_width, num_inputs, relative_rows
+from .cells import CELLS_DTYPE, RelativeRows, encode, input_layout, input_width
 
 MODEL_FORMAT = "doors-gym-dqn"
 
@@ -367,10 +367,7 @@ def make_network(config: DQNConfig) -> QNetwork:
     return QNetwork(
         tuple(hyper.hidden_sizes),
         params.num_cells,
-        door_offsets=door_offsets(params, planes),
-        num_inputs=num_inputs(params, relative, planes) if params.random_doors or relative else None,
-        relative=relative_rows(params, planes) if relative else None,
-        grid_width=params.width if relative else 0,
+        **input_layout(params, relative, planes)._asdict(),
         dueling=hyper.dueling,
         layer_norm=hyper.layer_norm,
         cell_planes=planes,

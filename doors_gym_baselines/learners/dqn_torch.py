@@ -24,7 +24,7 @@ from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line, schedules
 from ..harness import Batch, Reporter, save_model
 from ..harness.metrics import TrainResult
 from ..runtime import torch_threads
-from .cells import HIDDEN, RelativeRows, door_offsets, encode, num_inputs, relative_rows
+from .cells import HIDDEN, RelativeRows, encode, input_layout
 
 MODEL_FORMAT = "doors-gym-dqn"
 
@@ -179,10 +179,7 @@ def make_network(config: DQNConfig) -> QNetwork:
     return QNetwork(
         params.num_cells,
         hyper.hidden_sizes,
-        door_offsets=door_offsets(params, planes),
-        num_inputs=num_inputs(params, relative, planes) if params.random_doors or relative else None,
-        relative=relative_rows(params, planes) if relative else None,
-        grid_width=params.width if relative else 0,
+        **input_layout(params, relative, planes)._asdict(),
         dueling=hyper.dueling,
         layer_norm=hyper.layer_norm,
         cell_planes=planes,
