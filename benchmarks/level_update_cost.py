@@ -12,7 +12,9 @@ fixed replay batch of the level's cells (its door columns where the doors are ra
 other in each round so load from elsewhere falls on every variant alike; a figure is the median over the rounds.
 The learners are ``benchmarks/update_cost.py``'s: eager torch (one intra-op thread), Flax in the host loop, and
 the fully jitted arm's learning step as its scan runs it (one seed under ``vmap``, donated). Variants: the preset,
-the preset without the cell planes, and (``--widths``) those at other widths. Writes a Markdown report.
+the preset without the cell planes, the plain update at the preset's width (:data:`PLAIN`: relative inputs, multi-step
+returns, double DQN, LayerNorm and advantage learning off), and (``--widths``) the first two at other widths.
+Writes a Markdown report.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from doors_gym_baselines.levels import TrainingLevel  # noqa: E402
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "ladder"
 LEVELS = ("Random", "3Walls", "31x31", "63x63")
 STACKS = ("eager torch, 1 thread", "Flax host loop", "Flax scan arm")
+PLAIN = {"relative_inputs": False, "n_step": 1, "double_dqn": False, "layer_norm": False, "advantage_learning": 0.0}
+"""The five knobs a level preset may turn on, off: the plain DQN update at the preset's width."""
 
 
 def level_config(level: str, **changes: object) -> DQNConfig:
@@ -79,6 +83,8 @@ def variants(level: str, widths: list[int]) -> dict[str, DQNConfig]:
     found = {"preset": preset}
     if hyper.relative_inputs:
         found["preset, no cell planes"] = preset.replace(cell_planes=False)
+    if preset.replace(**PLAIN) != preset:
+        found["plain (the knobs off)"] = preset.replace(**PLAIN)
     for width in widths:
         sizes = (width,) * len(hyper.hidden_sizes)
         found[f"width {width}"] = preset.replace(hidden_sizes=sizes)
