@@ -26,7 +26,7 @@ from ..config import Config, RunSettings, describe_hyperparameters, make_config
 from ..experiments.executors import DASK, LOCAL
 from .best import confirm_best, write_best_preset
 from .cluster import run_on_cluster
-from .lanes import check_lanes_arm, run_programs
+from .lanes import check_lanes_arm, fail_stale, run_programs
 from .objective import TUNING_RUN, check_trial_run, make_objective
 from .options import TuneOptions
 from .plots import log_study_plots, write_study_summary
@@ -178,6 +178,7 @@ def run_trials(study: Any, arm_name: str, base: Config, options: TuneOptions) ->
         options.tuning_seeds,
         options.penalty_seconds,
     )
+    fail_stale(study)  # a killed process's trial has no heartbeat left: failed, it no longer counts as running
     remaining = trials_left(study, options.n_trials)
     if remaining <= 0:
         return
