@@ -69,9 +69,9 @@ def level_batch(config: DQNConfig, seed: int = 0) -> tuple[np.ndarray, ...]:
         next_cells,
         (next_cells[:, 1] < 0).astype(np.float32),
     )
-    if config.hyperparameters.n_step > 1:
-        batch = (*batch, (config.hyperparameters.gamma ** rng.integers(1, config.hyperparameters.n_step + 1, size)))
-        batch = (*batch[:-1], batch[-1].astype(np.float32))
+    hyper = config.hyperparameters
+    if hyper.n_step > 1:  # each return's gamma ** steps taken
+        batch = (*batch, (hyper.gamma ** rng.integers(1, hyper.n_step + 1, size)).astype(np.float32))
     return batch
 
 
