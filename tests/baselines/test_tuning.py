@@ -680,7 +680,9 @@ def test_a_program_beats_while_it_compiles_so_a_new_worker_never_fails_it(tmp_pa
         beating, silent = study.ask(), study.ask()
     heartbeat(study, [beating, silent])  # as each is asked (lanes.ask_program)
     with Heartbeat(study, lambda: [beating], interval=0.2):
-        time.sleep(1.6)  # a compile longer than the grace period, no evaluation yet
+        # a compile longer than the grace period, no evaluation yet: SQLite's clock (CURRENT_TIMESTAMP, which Optuna
+        # stamps heartbeats with) keeps whole seconds, so a silent trial is stale for certain only past grace + 1 s
+        time.sleep(2.5)
         with pytest.warns(optuna.exceptions.ExperimentalWarning):
             fail_stale_trials(study)  # what a worker starting now does
     states = {trial.number: trial.state for trial in study.get_trials(deepcopy=False)}
