@@ -27,6 +27,7 @@ from typing import Any
 from doors_gym.levels import STUDY
 
 from .config import Config, Hyperparameters, RunSettings, field, field_names, make_config
+from .config.seeds import seeds_named
 
 HYPERPARAMS_DIR = pathlib.Path(__file__).parent / "hyperparams"
 """Where the tuned presets live (one ``<arm>.yml`` per arm, installed with the package)."""
@@ -122,6 +123,12 @@ class Preset:
     hyperparameters: dict[str, Any]
     run: dict[str, Any]
     study: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def chosen_on(self) -> tuple[int, ...]:
+        """The seeds the preset was chosen on, as its ``study`` section names them
+        (:func:`~doors_gym_baselines.config.seeds.seeds_named`); none for the built-in presets."""
+        return seeds_named(self.study)
 
     @property
     def label(self) -> str:
@@ -276,6 +283,7 @@ def read_preset(path: pathlib.Path, hyperparameters: type = Hyperparameters) -> 
     preset = Preset(str(path), values, dict(sections["run"]), dict(sections["study"]))
     try:
         preset.config(hyperparameters=hyperparameters)  # every value checked now, with the field's own message
+        preset.chosen_on  # noqa: B018 - the seeds it names checked now too
     except (TypeError, ValueError) as error:
         raise ValueError(f"preset file {str(path)!r}: {error}") from None
     return preset

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -44,6 +45,7 @@ from ..arm import ArmProtocol
 from ..arms import ARMS, get_arm
 from ..config import Config, DQNConfig, RunSettings, check_at_least, check_choice, check_folder, field
 from ..config.options import RunsOptions
+from ..config.seeds import FIRST_EVALUATION_SEED
 from ..harness.checkpoint import CHECKPOINT_SUFFIX
 from ..harness.metrics import TrainResult
 from ..levels import TrainingLevel
@@ -61,8 +63,8 @@ SHARED_RUN_FIELDS = tuple(
     if spec.name not in (*RUN_FIELDS, "seed", "num_seeds", "env_id")
 )
 """The run settings every arm of a comparison shares (its presets set the budget, the arms the env)."""
-FIRST_SEED = 100
-"""Compare seeds start here; tuning trains on seeds 0-9."""
+FIRST_SEED = FIRST_EVALUATION_SEED
+"""Compare seeds start here; every choice (tuning trains on seeds 0-9) is made below."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +78,7 @@ class CompareOptions(RunsOptions):
     arms: tuple[str, ...] = field(DEFAULT_ARMS, f"arms to train, among {', '.join(ARMS)}")
     preset: str = preset_field("every arm")
     seeds: int = field(10, "seeds per arm")
-    first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seeds 0-9, so {FIRST_SEED} and up)")
+    first_seed: int = field(FIRST_SEED, f"first seed (choices are made below {FIRST_SEED}: tuning trains on seeds 0-9; so {FIRST_SEED} and up)")
     total_steps: int | None = field(None, "env steps per seed (default: the preset's)")
     eval_every: int | None = field(None, "env steps between evaluations (default: the preset's)")
     checkpoint_dir: str | None = field(
@@ -215,6 +217,7 @@ def plan(options: CompareOptions, run: RunSettings | None = None, level: Trainin
     rows = []
     for arm in map(get_arm, options.arms):
         config, preset = options.preset_config(arm.name, run, level)
+        warn_seen_seeds(preset, options.seed_list)
         config = arm.configure(config)
         each = reporting.ArmRuns(arm, preset.label, config, seeds=())
         rows.append(PlannedRow(each, planned_runs(options, arm, config, [[seed] for seed in options.seed_list])))
@@ -222,6 +225,18 @@ def plan(options: CompareOptions, run: RunSettings | None = None, level: Trainin
             together = dataclasses.replace(each, seeds_in_one_run=options.seeds)
             rows.append(PlannedRow(together, planned_runs(options, arm, config, [options.seed_list])))
     return Plan(options, DQNConfig(run=level.at(run or RunSettings())), tuple(rows))
+
+
+def warn_seen_seeds(preset: Preset, seeds: list[int]) -> None:
+    """Warns where ``seeds`` include a seed ``preset`` was chosen on: a figure there is no report on unseen seeds."""
+    seen = sorted(set(preset.chosen_on) & set(seeds))
+    if seen:
+        warnings.warn(
+            f"preset {preset.label} was chosen on seeds {seen}, which this run evaluates: its figures there are not "
+            f"a report on unseen seeds (use --first-seed {max(max(preset.chosen_on) + 1, FIRST_SEED)} or above)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def planned_runs(

@@ -27,6 +27,7 @@ from doors_gym.levels import LEVEL_NAMES
 from ..arms import ARMS
 from ..config import RunSettings, check_at_least, check_choice, check_folder, field
 from ..config.options import RunsOptions
+from ..config.seeds import LADDER_FIRST_SEED
 from ..levels import TrainingLevel
 from ..presets import SHARED
 from . import compare as comparison  # looked up when a level runs (a test's stand-in for compare reaches it)
@@ -50,7 +51,11 @@ class LadderOptions(RunsOptions):
     arms: tuple[str, ...] = field(DEFAULT_ARMS, f"arms to train, among {', '.join(ARMS)}")
     levels: tuple[str, ...] = field(LEVEL_NAMES, f"levels to climb, among {', '.join(LEVEL_NAMES)}")
     seeds: int = field(3, "seeds per arm and level")
-    first_seed: int = field(FIRST_SEED, f"first seed (tuning trains on seeds 0-9, so {FIRST_SEED} and up)")
+    first_seed: int = field(
+        LADDER_FIRST_SEED,
+        f"first seed (choices are made below {FIRST_SEED}; the level presets' former choices saw "
+        f"{FIRST_SEED}-{LADDER_FIRST_SEED - 1}, so {LADDER_FIRST_SEED} and up)",
+    )
     quick: bool = field(False, f"one seed per level, {QUICK_STEPS} env steps each (a smoke run of the ladder)")
     checkpoint_dir: str | None = field(
         None,

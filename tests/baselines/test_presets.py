@@ -91,3 +91,40 @@ def test_the_tuned_presets_ship_with_the_package() -> None:
     assert "doors_gym_baselines.hyperparams" in setuptools["packages"]
     assert "*.yml" in setuptools["package-data"]["doors_gym_baselines.hyperparams"]
     assert presets.HYPERPARAMS_DIR.name == "hyperparams" and presets.HYPERPARAMS_DIR.parent.name == "doors_gym_baselines"
+
+
+def test_every_committed_preset_names_the_seeds_it_was_chosen_on_and_none_is_an_evaluation_seed() -> None:
+    from doors_gym_baselines.config.seeds import FIRST_EVALUATION_SEED
+
+    files = sorted(presets.HYPERPARAMS_DIR.rglob("*.yml"))
+    assert len(files) >= 11, "the arms' tuned presets, the shared one and the levels'"
+    for path in files:
+        preset = presets.read_preset(path)
+        assert preset.chosen_on, f"{path.name} names no seed it was chosen on (study: seeds: [...])"
+        seen = [seed for seed in preset.chosen_on if seed >= FIRST_EVALUATION_SEED]
+        assert not seen, f"{path.name} was chosen on evaluation seeds {seen}: choose on seeds below {FIRST_EVALUATION_SEED}"
+    assert compare.FIRST_SEED == FIRST_EVALUATION_SEED, "compare and the ladder report on the seeds no choice saw"
+
+
+def test_the_seeds_a_preset_names_are_read_at_any_depth_and_bad_ones_named(tmp_path: pathlib.Path) -> None:
+    from doors_gym_baselines.config.seeds import seeds_named
+
+    assert seeds_named({"seed": 7, "confirmed": {"seeds": [9, 0]}, "probes": [{"seeds": [3, 7]}]}) == (0, 3, 7, 9)
+    assert seeds_named({"origin": "a sentence"}) == ()
+    path = tmp_path / "bad.yml"
+    path.write_text("study: {probe: {seeds: [1, two]}}\n")
+    with pytest.raises(ValueError, match=r"study.probe.seeds=\[1, 'two'\] is not a seed or a list of seeds") as error:
+        presets.load_preset(str(path), "torch-numpy")
+    assert str(path) in str(error.value)
+
+
+def test_a_comparison_on_a_seed_its_preset_was_chosen_on_says_so(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "seen.yml"
+    path.write_text("study: {seeds: [2, 101]}\nrun: {total_steps: 1000}\n")
+    with pytest.warns(UserWarning, match=r"chosen on seeds \[101\], which this run evaluates.*--first-seed 102"):
+        compare.plan(compare.CompareOptions(arms=("torch-numpy",), preset=str(path), seeds=2, first_seed=100))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # seeds 102-103: none seen, nothing said
+        compare.plan(compare.CompareOptions(arms=("torch-numpy",), preset=str(path), seeds=2, first_seed=102))
