@@ -18,6 +18,10 @@ from ..config.ranges import ONE_MINUS, POWER_OF_TWO, Range
 
 LAYERS = ("depth", "width")
 """What two coordinates set that is not a field of its own: ``hidden_sizes`` is ``(width,) * depth``."""
+INPUTS = {"cells": (False, True), "cells and relative": (True, True), "relative alone": (True, False)}
+"""What the coordinate ``inputs`` sets: ``(relative_inputs, cell_planes)`` of each of its choices, the three valid
+pairs (the cell planes can go only where the relative inputs say where the agent and the goal are)."""
+INPUT_FIELDS = ("relative_inputs", "cell_planes")
 
 SPACE = (
     Range("one_minus_gamma", 0.005, 0.2, log=True, hyperparameter="gamma", scale=ONE_MINUS),
@@ -47,13 +51,14 @@ EXPLORATION = (
     Range("n_step", 1, 8, integer=True),
     Range("restart_prob", 0.0, 1.0),
     Range("restart_fraction", 0.1, 1.0),
-    Range("relative_inputs", choices=(False, True)),
+    Range("inputs", choices=tuple(INPUTS)),
     Range("dueling", choices=(False, True)),
     Range("step_cost", 0.0, 1.0),
     Range("advantage_learning", 0.0, 0.95),
 )
 """Directed exploration, searched where each episode draws its doors (the larger levels'): multi-step returns,
-exploring starts and their decay, the relative inputs, the dueling heads, a training-only step cost (up to 1: the
+exploring starts and their decay, the inputs (:data:`INPUTS`: the cell planes, with the relative inputs, or
+the relative inputs alone), the dueling heads, a training-only step cost (up to 1: the
 ``31x31`` preset's 0.5 lies inside, so a study at that level starts from it unclipped) and advantage learning's
 share (to 0.95: 20 times the gaps between actions' values at its fixed point). A study of ``Doors-v0``
 leaves them off."""
@@ -87,6 +92,8 @@ def from_coordinates(params: dict[str, Any], base: Any, space: Space = SPACE) ->
     if all(name in values for name in LAYERS):
         depth, width = (values.pop(name) for name in LAYERS)
         values["hidden_sizes"] = (width,) * depth
+    if "inputs" in values:
+        values.update(zip(INPUT_FIELDS, INPUTS[values.pop("inputs")]))
     return dataclasses.replace(base, **values)
 
 
@@ -94,7 +101,7 @@ def to_coordinates(hyperparameters: Any, space: Space = SPACE) -> dict[str, Any]
     """The coordinates of ``hyperparameters`` (the inverse of :func:`from_coordinates`, before rounding into
     the space); ``ValueError`` if the hidden layers differ in width (the DQN space has one width)."""
     targets = {coordinate.target for coordinate in space}
-    layers: dict[str, int] = {}
+    layers: dict[str, Any] = {}
     if set(LAYERS) <= targets:
         widths = set(hyperparameters.hidden_sizes)
         if len(widths) != 1:
@@ -102,6 +109,10 @@ def to_coordinates(hyperparameters: Any, space: Space = SPACE) -> dict[str, Any]
                 f"hidden_sizes={hyperparameters.hidden_sizes!r} differ in width: the search space has one width"
             )
         layers = dict(zip(LAYERS, (len(hyperparameters.hidden_sizes), widths.pop())))
+
+    if "inputs" in targets:
+        pair = tuple(getattr(hyperparameters, name) for name in INPUT_FIELDS)
+        layers["inputs"] = next(name for name, values in INPUTS.items() if values == pair)
 
     def value(target: str) -> Any:
         return layers[target] if target in layers else getattr(hyperparameters, target)

@@ -741,3 +741,23 @@ def _all_trials(storage: str, study_name: str) -> list:
         return optuna.load_study(study_name=study_name, storage=storage).get_trials(deepcopy=False)
     except KeyError:
         return []
+
+
+def test_the_inputs_coordinate_sets_only_the_valid_pairs_of_relative_inputs_and_cell_planes() -> None:
+    """A study at a level with random doors searches the inputs as one coordinate: a flag each would sample the cell
+    planes off without the relative inputs, a config that raises (the 31x31 preset has them off)."""
+    from doors_gym.levels import get_level
+    from doors_gym_baselines import presets
+    from doors_gym_baselines.arms import get_arm
+
+    base = presets.level_preset("31x31").config(None).hyperparameters
+    searched = space.space_of(get_arm("flax-scan"), get_level("31x31").params())
+    assert "relative_inputs" not in {coordinate.name for coordinate in searched}
+    params = space.params_for(base, searched)
+    pairs = set()
+    for choice in space.INPUTS:
+        chosen = space.hyperparameters_from_params({**params, "inputs": choice}, base, searched)
+        pairs.add((chosen.relative_inputs, chosen.cell_planes))
+        assert space.to_coordinates(chosen, searched)["inputs"] == choice
+        DQNConfig(hyperparameters=chosen)  # valid
+    assert pairs == {(False, True), (True, True), (True, False)}
