@@ -98,3 +98,21 @@ def write_report(path: pathlib.Path, command: str, intro: str, headers: Sequence
     text = "\n".join([f"# `{command}`", "", intro, "", markdown_table(headers, rows), ""])
     path.write_text(text)
     return text
+
+
+GENERATED = ("<!-- --8<-- [start:generated] -->", "<!-- --8<-- [end:generated] -->")
+"""The markers around a script's part of a results page (a snippet section the docs include by name,
+``--8<-- "page.md:generated"``): the page's question, conditions and reading around it are a person's."""
+
+
+def write_generated(path: pathlib.Path, block: str, title: str) -> str:
+    """Writes ``block`` between the :data:`GENERATED` markers of the page at ``path``, keeping the text around them;
+    a page without them is written anew as ``title`` and the block. Returns the page."""
+    start, end = GENERATED
+    old = path.read_text() if path.exists() else ""
+    if start in old and end in old:
+        text = old[: old.index(start) + len(start)] + "\n" + block.strip() + "\n" + old[old.index(end) :]
+    else:
+        text = f"# {title}\n\n{start}\n{block.strip()}\n{end}\n"
+    path.write_text(text)
+    return text

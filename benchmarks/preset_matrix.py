@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from _timing import machine_line, markdown_table  # noqa: E402
+from _timing import machine_line, markdown_table, write_generated  # noqa: E402
 
 from doors_gym_baselines.arms import ARMS, get_arm  # noqa: E402
 from doors_gym_baselines.config import Hyperparameters  # noqa: E402
@@ -108,8 +108,6 @@ def matrix_report(
         rows.append([arm, *cells, best[arm]])
     return "\n".join(
         [
-            f"# `python benchmarks/preset_matrix.py{' --write' if args.write else ''}`",
-            "",
             f"Mean time-to-solved score (s; solved seeds in brackets) of each arm (row) trained with each arm's "
             f"tuned preset (column) on tuning seeds {', '.join(map(str, args.seeds))}; an unsolved training "
             f"scores its wall time plus the penalty ({machine_line()}). Bold: the row's best, its shipped preset.",
@@ -134,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     shared = all_round(candidates, args.arms, means)
     text = matrix_report(args, candidates, means, solved, best, shared)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".md").write_text(text)
+    command = f"python benchmarks/preset_matrix.py{' --write' if args.write else ''}"
+    write_generated(args.out.with_suffix(".md"), text, f"`{command}`")
     payload = {
         "seeds": args.seeds,
         "scores": {f"{arm} x {cand}": values for (arm, cand), values in scores.items()},
