@@ -57,11 +57,11 @@ def verdict(value: float, target: float) -> str:
     return "met" if value >= target else "MISSED"
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A GitHub-flavoured Markdown table."""
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]], left: int = 1) -> str:
+    """A GitHub-flavoured Markdown table: its first ``left`` columns aligned left, the rest right."""
     lines = [
         "| " + " | ".join(headers) + " |",
-        "|" + "|".join("---:" if i else "---" for i in range(len(headers))) + "|",
+        "|" + "|".join("---" if i < left else "---:" for i in range(len(headers))) + "|",
     ]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)

@@ -31,6 +31,7 @@ import pathlib
 from collections.abc import Sequence
 
 from _levels import THREAD_VARIABLES
+from _timing import markdown_table
 
 from doors_gym.levels import LEVEL_NAMES, STUDY
 from doors_gym_baselines.experiments.compare import DEFAULT_ARMS, CompareOptions, compare, missing_jobs, plan
@@ -40,6 +41,11 @@ from doors_gym_baselines.arms import ARMS, get_arm
 
 ENVS = (16, 64, 256, 1024)
 RULES = ("per-env-step", "per-vector-step")
+HEADERS = [
+    "arm", "rule", "envs", "updates per env step", "solved", "s to solved, IQM [95 % CI]", "env steps to solved, IQM",
+    "env steps/s", "ms per update",
+]  # fmt: skip
+"""The columns of ``scale.md``."""
 POINT_RUN = RunSettings(quiet=True, profile=False)  # every point's machinery: no profile, no per-run output
 
 
@@ -151,25 +157,30 @@ def best_points(points: Sequence[Point]) -> dict[str, Point]:
 def markdown(points: Sequence[Point], level: str) -> str:
     """The table: a row per point, each arm's best marked."""
     best = best_points(points)
-    lines = [
-        f"Scale curve at `{level}` (`python benchmarks/scale_curve.py --level {level}`); thread settings: "
-        + ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in THREAD_VARIABLES),
-        "",
-        "| arm | rule | envs | updates per env step | solved | s to solved, IQM [95 % CI] | env steps to solved, IQM "
-        "| env steps/s | ms per update |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    rows = []
     for point in points:
         mark = " **best**" if best.get(point.arm) is point else ""
         low, high = number(point.seconds_low), number(point.seconds_high)
         seconds = f"{number(point.seconds_to_solved)} [{low}, {high}]"
         steps = f"{point.steps_to_solved / 1e3:,.0f}k" if math.isfinite(point.steps_to_solved) else "∞"
-        lines.append(
-            f"| {point.arm}{mark} | {point.rule} | {point.num_envs} | 1/{1 / point.updates_per_env_step:,.0f} "
-            f"| {point.solved}/{point.seeds} | {seconds if point.solved else 'unsolved'} "
-            f"| {steps} | {point.env_steps_per_second:,.0f} | {point.ms_per_update:.2f} |"
+        rows.append(
+            [
+                f"{point.arm}{mark}",
+                point.rule,
+                point.num_envs,
+                f"1/{1 / point.updates_per_env_step:,.0f}",
+                f"{point.solved}/{point.seeds}",
+                seconds if point.solved else "unsolved",
+                steps,
+                f"{point.env_steps_per_second:,.0f}",
+                f"{point.ms_per_update:.2f}",
+            ]
         )
-    return "\n".join(lines)
+    intro = (
+        f"Scale curve at `{level}` (`python benchmarks/scale_curve.py --level {level}`); thread settings: "
+        + ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in THREAD_VARIABLES)
+    )
+    return "\n".join([intro, "", markdown_table(HEADERS, rows, left=2)])
 
 
 def number(seconds: float) -> str:

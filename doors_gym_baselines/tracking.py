@@ -110,20 +110,17 @@ def sqlite_lock(url: str) -> Iterator[None]:
 
 
 DRIVER_PACKAGES = {
+    **{name: (name, name) for name in ("pg8000", "asyncpg", "pyodbc", "pymssql", "oracledb")},
     "psycopg2": ("psycopg2", "psycopg2-binary"),
     "psycopg": ("psycopg", "psycopg[binary]"),
-    "pg8000": ("pg8000", "pg8000"),
-    "asyncpg": ("asyncpg", "asyncpg"),
     "mysqldb": ("MySQLdb", "mysqlclient"),
     "pymysql": ("pymysql", "PyMySQL"),
     "mysqlconnector": ("mysql.connector", "mysql-connector-python"),
     "mariadbconnector": ("mariadb", "mariadb"),
-    "pyodbc": ("pyodbc", "pyodbc"),
-    "pymssql": ("pymssql", "pymssql"),
-    "oracledb": ("oracledb", "oracledb"),
     "cx_oracle": ("cx_Oracle", "cx-Oracle"),
 }
-"""SQLAlchemy's driver names and ``(module, package to pip install)`` of each database driver."""
+"""SQLAlchemy's driver names and ``(module, package to pip install)`` of each database driver (the first ones named
+alike all three ways)."""
 
 
 def check_driver(name: str, url: str) -> None:

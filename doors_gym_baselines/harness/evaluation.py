@@ -238,12 +238,7 @@ def history_row(
     mean = Evaluation.mean(evaluations)
     per_seed = tuple(
         SeedFigures(
-            seed=seed,
-            greedy_success_rate=evaluation.success_rate,
-            greedy_step_reward=evaluation.mean_step_reward,
-            greedy_normalised_return=evaluation.normalised_return,
-            rolling_reward=figures.rolling_reward,
-            solved_reward=solved_reward,
+            seed=seed, rolling_reward=figures.rolling_reward, solved_reward=solved_reward, **_greedy_figures(evaluation)
         )
         for seed, evaluation, figures in zip(seeds, evaluations, training)
     )
@@ -257,12 +252,19 @@ def history_row(
         sps=step * len(seeds) / seconds,
         epsilon=epsilon,
         loss=float(np.mean(losses[-100:])) if len(losses) else math.nan,
-        greedy_success_rate=mean.success_rate,
-        greedy_step_reward=mean.mean_step_reward,
-        greedy_normalised_return=mean.normalised_return,
         per_seed=per_seed,
+        **_greedy_figures(mean),
         **training_means,
     )
+
+
+def _greedy_figures(evaluation: Evaluation) -> dict[str, float]:
+    """The ``greedy_*`` fields of a history row and of a seed's figures (:mod:`.metrics`) from an evaluation."""
+    return {
+        "greedy_success_rate": evaluation.success_rate,
+        "greedy_step_reward": evaluation.mean_step_reward,
+        "greedy_normalised_return": evaluation.normalised_return,
+    }
 
 
 def _nanmean(values: Sequence[float]) -> float:
