@@ -1,8 +1,9 @@
 """The ladder's current rows in one table and one picture, from the committed ladder CSVs.
 
-``doors-gym ladder --report-only`` draws the rows of one output folder; the ladder's rows live in two
+``doors-gym ladder --report-only`` draws the rows of one output folder; the ladder's rows live in three
 (``full/``: every level with the presets of its run, ``rerun/all-arms/``: ``31x31`` and ``63x63`` with the level
-presets that solve them). A later folder's rows replace an earlier one's at the levels it covers. Writes
+presets that solve them; ``rerun/unseen/``: the jitted arm's rows there with the presets kept on probe seeds, on seeds
+no choice saw). A later folder's row replaces an earlier one's for the same level and arm. Writes
 ``ladder.md``, ``ladder.csv`` and ``ladder.png`` (``doors_gym_baselines.ladder.write_ladder``) under ``--out``,
 copies the picture to ``docs/ladder.png`` and writes each row's seconds per run to
 ``doors_gym_baselines/experiments/ladder_expected.csv`` (what ``doors-gym ladder --plan`` expects a run to take):
@@ -23,7 +24,7 @@ from doors_gym_baselines.experiments.ladder import LadderRow, write_ladder
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LADDER = ROOT / "benchmarks" / "results" / "ladder"
-SOURCES = (LADDER / "full" / "ladder.csv", LADDER / "rerun" / "all-arms" / "ladder.csv")
+SOURCES = tuple(LADDER / folder / "ladder.csv" for folder in ("full", "rerun/all-arms", "rerun/unseen"))
 
 
 def read_rows(path: pathlib.Path) -> list[LadderRow]:
@@ -42,13 +43,13 @@ def _number(kind: str, text: str) -> int | float:
 
 
 def current(sources: list[pathlib.Path]) -> list[LadderRow]:
-    """Every level's rows from the last source that has that level, in the ladder's level order."""
-    by_level: dict[str, list[LadderRow]] = {}
+    """Each row (a level and an arm's key) from the last source that has it, in the ladder's level order (a level's
+    rows in the order their first source gave them)."""
+    by_level: dict[str, dict[str, LadderRow]] = {}
     for source in sources:
-        rows = read_rows(source)
-        for level in dict.fromkeys(row.level for row in rows):
-            by_level[level] = [row for row in rows if row.level == level]
-    return [row for level in LEVEL_NAMES for row in by_level.get(level, [])]
+        for row in read_rows(source):
+            by_level.setdefault(row.level, {})[row.key] = row
+    return [row for level in LEVEL_NAMES for row in by_level.get(level, {}).values()]
 
 
 def write_expected(rows: list[LadderRow], path: pathlib.Path) -> None:
