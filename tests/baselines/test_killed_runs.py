@@ -65,13 +65,17 @@ def assert_cleaned(resumed: subprocess.CompletedProcess, tracking_uri: str, expe
 
 
 @pytest.mark.slow
-def test_a_killed_comparison_resumes_in_its_own_parent_run(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("executor", [[], ["--executor", "dask", "--workers", "1"]], ids=["local", "dask"])
+def test_a_killed_comparison_resumes_in_its_own_parent_run(tmp_path: pathlib.Path, executor: list[str]) -> None:
     # A comparison's runs are logged by the driver once trained: killed while seed 101 trains (seed 100 logged),
-    # its parent run is left RUNNING, ended KILLED by the next command, then continued by it.
+    # its parent run is left RUNNING, ended KILLED by the next command, then continued by it. Under Dask the kill
+    # takes the driver and its cluster's workers (one process group), and the rerun starts a cluster afresh.
+    if executor:
+        needs("distributed")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     command = doors_gym("compare", "--arms", "flax-numpy", "--seeds", "2", "--preset", "quick", "--total-steps",
                         "8000", "--eval-every", "2000", "--out", str(tmp_path / "out"), "--tracking-uri", uri,
-                        "--quiet", "--no-models")  # fmt: skip
+                        "--quiet", "--no-models", *executor)  # fmt: skip
     kill_when_running(command, uri, "doors-gym-compare", "flax-numpy-seed100", tmp_path, status="FINISHED")
     resumed = subprocess.run(command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
