@@ -38,8 +38,10 @@ from doors_gym_baselines.levels import TrainingLevel  # noqa: E402
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "ladder"
 LEVELS = ("Random", "3Walls", "31x31", "63x63")
 STACKS = ("eager torch, 1 thread", "Flax host loop", "Flax scan arm")
-PLAIN = {"relative_inputs": False, "n_step": 1, "double_dqn": False, "layer_norm": False, "advantage_learning": 0.0}
-"""The five knobs a level preset may turn on, off: the plain DQN update at the preset's width."""
+PLAIN = {"relative_inputs": False, "n_step": 1, "double_dqn": False, "layer_norm": False, "advantage_learning": 0.0,
+         "cell_planes": True}  # fmt: skip
+"""The five knobs a level preset may turn on, off: the plain DQN update at the preset's width (over the one-hot cell
+planes, the only input without the relative inputs)."""
 
 
 def level_config(level: str, **changes: object) -> DQNConfig:
@@ -81,14 +83,15 @@ def variants(level: str, widths: list[int]) -> dict[str, DQNConfig]:
     preset = level_config(level)
     hyper = preset.hyperparameters
     found = {"preset": preset}
-    if hyper.relative_inputs:
+    planes = hyper.relative_inputs and hyper.cell_planes  # a preset that could drop its cell planes
+    if planes:
         found["preset, no cell planes"] = preset.replace(cell_planes=False)
     if preset.replace(**PLAIN) != preset:
         found["plain (the knobs off)"] = preset.replace(**PLAIN)
     for width in widths:
         sizes = (width,) * len(hyper.hidden_sizes)
         found[f"width {width}"] = preset.replace(hidden_sizes=sizes)
-        if hyper.relative_inputs:
+        if planes:
             found[f"width {width}, no cell planes"] = preset.replace(hidden_sizes=sizes, cell_planes=False)
     return found
 
