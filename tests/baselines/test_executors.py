@@ -195,7 +195,7 @@ def test_a_fresh_ladder_clears_the_checkpoints_before_it_sends_a_run(tmp_path: p
 
     options = ladder.LadderOptions(arms=("flax-scan",), levels=("study",), quick=True, fresh=True,
                                    out=str(tmp_path / "ladder"))  # fmt: skip
-    stale = tmp_path / "ladder" / "study" / "runs" / "flax-scan-seed100.ckpt"  # a killed ladder's run
+    stale = tmp_path / "ladder" / "study" / "runs" / "flax-scan-seed110.ckpt"  # a killed ladder's run (it starts at seed 110)
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"a killed run's state")
     recorder = Recorder(stale)
