@@ -283,7 +283,7 @@ def read_preset(path: pathlib.Path, hyperparameters: type = Hyperparameters) -> 
     preset = Preset(str(path), values, dict(sections["run"]), dict(sections["study"]))
     try:
         preset.config(hyperparameters=hyperparameters)  # every value checked now, with the field's own message
-        preset.chosen_on  # noqa: B018 - the seeds it names checked now too
+        seeds_named(preset.study)  # the seeds it names checked now too
     except (TypeError, ValueError) as error:
         raise ValueError(f"preset file {str(path)!r}: {error}") from None
     return preset

@@ -9,7 +9,7 @@ committed preset names an evaluation seed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 FIRST_EVALUATION_SEED = 100
@@ -43,11 +43,6 @@ def _seed_list(value: Any, where: str) -> list[int]:
     if not all(isinstance(item, int) and not isinstance(item, bool) and item >= 0 for item in items):
         raise ValueError(f"{where}={value!r} is not a seed or a list of seeds: expected integers >= 0")
     return list(items)
-
-
-def evaluation_seeds(seeds: Iterable[int]) -> tuple[int, ...]:
-    """The seeds among ``seeds`` that are reporting seeds (:data:`FIRST_EVALUATION_SEED` and above), sorted."""
-    return tuple(sorted(seed for seed in set(seeds) if seed >= FIRST_EVALUATION_SEED))
 
 
 LADDER_FIRST_SEED = 110
