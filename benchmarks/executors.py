@@ -95,11 +95,13 @@ def runs_by_status(out: pathlib.Path) -> tuple[dict[str, int], dict[str, int]]:
     return nested, parents
 
 
-def kill_midway(out: pathlib.Path, workers: int, seconds: float, driver: bool) -> subprocess.CompletedProcess | int:
+def kill_midway(out: pathlib.Path, workers: int, seconds: float, driver: bool) -> tuple[int, float, str]:
     """Starts the dask ladder into ``out`` and SIGKILLs, ``seconds`` in, one worker process (``driver`` False: the
-    ladder goes on; its return code) or the driver with its cluster (then reruns it; the rerun's process)."""
+    ladder goes on) or the driver with its cluster (then reruns it): the last command's return code, the wall
+    seconds from the start to its end (the rerun's included) and the rerun's output."""
     out.mkdir(parents=True, exist_ok=True)
     command = ladder_command(out, ["--executor", "dask", "--workers", str(workers)])
+    start = time.perf_counter()
     with (out / "log.txt").open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=ENV, start_new_session=True)
         time.sleep(seconds)
@@ -111,25 +113,28 @@ def kill_midway(out: pathlib.Path, workers: int, seconds: float, driver: bool) -
             os.kill(int(children[0]), signal.SIGKILL)
         returncode = process.wait()
     if not driver:
-        return returncode
+        return returncode, time.perf_counter() - start, ""
     done = subprocess.run(command, capture_output=True, text=True, env=ENV)
     (out / "rerun.txt").write_text(done.stdout + done.stderr)
-    return done
+    return done.returncode, time.perf_counter() - start, done.stdout
 
 
-def fault_probes(out: pathlib.Path, workers: int) -> list[str]:
-    """A worker SIGKILLed 20 s in, and the driver SIGKILLed 60 s in and rerun: how the runs ended in MLflow."""
+def fault_probes(out: pathlib.Path, workers: int, local: float) -> list[str]:
+    """A worker SIGKILLed 20 s in, and the driver SIGKILLed 60 s in and rerun: their wall time beside the local
+    ladder's (``local`` seconds), what the driver said, and how the runs ended in MLflow."""
     lines = []
     for name, seconds, driver in (("killed-worker", 20, False), ("killed-driver", 60, True)):
-        outcome = kill_midway(out / name, workers, seconds, driver)
+        returncode, wall, rerun = kill_midway(out / name, workers, seconds, driver)
         nested, parents = runs_by_status(out / name)
         twice = [run for run, count in nested.items() if count > 1]
         what = "driver SIGKILLed 60 s in, then rerun" if driver else "a worker SIGKILLed 20 s in"
-        returncode = outcome.returncode if driver else outcome
-        reused = f", {outcome.stdout.count('reusing')} runs reused by the rerun" if driver else ""
+        said = [line.strip() for line in (out / name / "log.txt").read_text().splitlines() if "Dask runs it" in line]
+        told = f"{rerun.count('reusing')} runs reused by the rerun" if driver else (
+            f"the driver said: {' / '.join(f'`{line}`' for line in said) or 'no retry'}")  # fmt: skip
         lines.append(
-            f"- {what}: rc {returncode}{reused}; nested runs {sum(nested.values())}, all FINISHED: "
-            f"{all(run.endswith('FINISHED') for run in nested)}, none twice under a parent: {not twice}; "
+            f"- {what}: rc {returncode}, {wall:.0f} s in all ({wall / local:.2f}x the local ladder); {told}; nested "
+            f"runs {sum(nested.values())}, all FINISHED: {all(run.endswith('FINISHED') for run in nested)}, none "
+            f"RUNNING: {not any(run.endswith('RUNNING') for run in nested)}, none twice under a parent: {not twice}; "
             f"parent runs {parents}"
         )
     return lines
@@ -221,7 +226,7 @@ def main() -> None:
         *compare_rows(out / "local", out / "dask"),
     ]
     if not args.skip_probes:
-        lines += ["", *fault_probes(out, args.workers)]
+        lines += ["", *fault_probes(out, args.workers, local)]
     print("\n".join(lines))
 
 

@@ -4,6 +4,8 @@ scheduler with workers started as processes of their own on 127.0.0.1."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import dataclasses
 import json
 import os
@@ -110,18 +112,20 @@ def test_a_killed_workers_run_is_retried_elsewhere_and_logged_once(tmp_path: pat
     assert [run.data.tags[executors.RETRIED_TAG] for run in retried] == killed  # the killed one's run, alone
     printed = capsys.readouterr().out
     seed = retried[0].data.tags["seeds"]
-    assert f"torch-numpy seed {seed}: worker {killed[0]} died while running it; Dask runs it again" in printed
+    said = f"torch-numpy seed {seed} at study: worker {killed[0]} died holding it (running or queued there); Dask runs"
+    assert f"{said} it again" in printed
     assert printed.count(f"run again after losing worker {killed[0]}") == 1
 
 
 def test_the_driver_tells_each_run_whose_worker_died_and_marks_it_retried(capsys) -> None:
     retries = executors.Retries()
-    retries.labels["ours"] = "torch-numpy seed 100"
+    retries.labels["ours"] = "torch-numpy seed 100 at study"
     retries.worker_removed((0.0, {"action": "add-worker", "worker": "tcp://10.0.0.2:4001"}))
     removed = {"action": "remove-worker", "worker": "tcp://10.0.0.2:4001", "processing-tasks": {"ours", "theirs"}}
     retries.worker_removed((1.0, {**removed, "expected": False}))
     assert capsys.readouterr().out == (
-        "  torch-numpy seed 100: worker tcp://10.0.0.2:4001 died while running it; Dask runs it again\n")  # fmt: skip
+        "  torch-numpy seed 100 at study: worker tcp://10.0.0.2:4001 died holding it (running or queued there); Dask "
+        "runs it again\n")  # fmt: skip
     trained = executors.Trained(None, [], None, None, 0.0, "host-b", "1")
     assert retries.finished("ours", trained).lost_on == ("tcp://10.0.0.2:4001",)
     assert retries.finished("theirs", trained).lost_on == ()  # another driver's task
@@ -163,6 +167,10 @@ def test_checkpoints_go_to_an_absolute_folder_and_a_url_is_refused(tmp_path: pat
         compare.CompareOptions(checkpoint_dir="s3://bucket/runs")
     with pytest.raises(ValueError, match=r"checkpoint_dir='' is not a folder's path"):
         LadderOptions(checkpoint_dir="")
+
+
+class Killed(Exception):
+    """Stands for a kill between two segments of a run."""
 
 
 class Sent(Exception):
@@ -285,7 +293,7 @@ def test_a_run_that_raises_is_named_and_the_others_finish(tmp_path: pathlib.Path
     options = tiny(tmp_path, "out", arms=("torch-numpy", "broken-torch"), seeds=1)
     try:
         with open_executor(ExecutorOptions("dask", workers=2)) as executor:
-            with pytest.raises(RunsFailed, match="broken-torch seed 100: RuntimeError: no luck with seed 100"):
+            with pytest.raises(RunsFailed, match="broken-torch seed 100 at study: RuntimeError: no luck with seed 100"):
                 compare.compare(options, RunSettings(quiet=True), executor)
     finally:
         compare.ARMS._added.pop("broken-torch", None)
@@ -296,10 +304,14 @@ def test_a_run_that_raises_is_named_and_the_others_finish(tmp_path: pathlib.Path
 
 
 @pytest.mark.slow
-def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pathlib.Path) -> None:
-    scheduler_file = tmp_path / "scheduler.json"
+@contextlib.contextmanager
+def hand_started_cluster(folder: pathlib.Path, workers: int):
+    """A scheduler on 127.0.0.1 and ``workers`` workers of one thread, started as processes of their own in
+    ``folder`` (as a user starts them by hand, not by the driver); yields the scheduler's address, kills them after."""
+    folder.mkdir(parents=True, exist_ok=True)
+    scheduler_file = folder / "scheduler.json"
     dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
-    quiet = dict(env=ENV, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    quiet = dict(env=ENV, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     scheduler = subprocess.Popen([*dask, "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                   "--scheduler-file", str(scheduler_file)], **quiet)  # fmt: skip
     worker = None
@@ -308,8 +320,18 @@ def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pat
         while not scheduler_file.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
         address = json.loads(scheduler_file.read_text())["address"]
-        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2",
-                                   "--nthreads", "1", "--no-dashboard"], **quiet)  # fmt: skip
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers",
+                                   str(workers), "--nthreads", "1", "--no-dashboard"], **quiet)  # fmt: skip
+        yield address
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pathlib.Path) -> None:
+    with hand_started_cluster(tmp_path, 2) as address:
         command = [sys.executable, "-m", "doors_gym", "compare", "--arms", "torch-numpy", "--seeds", "2", "--preset",
                    "quick", "--total-steps", "4000", "--eval-every", "2000", "--out", str(tmp_path / "out"),
                    "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--quiet", "--executor", "dask",
@@ -319,17 +341,61 @@ def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pat
 
         with Client(address) as client:  # the workers started by hand got their threads from the driver's plugin
             pools = client.run(lambda: os.environ.get("NPROC"))
-    finally:
-        for process in (worker, scheduler):
-            if process is not None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"runs train on the Dask cluster at {address}" in done.stdout
     assert "registered as version 1 of doors-torch-numpy@champion" in done.stdout
     rows = (tmp_path / "out" / "compare_seeds.csv").read_text().splitlines()[1:]
     assert len(rows) == 2 and all(not row.endswith(",local") for row in rows)
     assert list(pools.values()) == ["1", "1"]
+
+
+@pytest.mark.slow
+def test_workers_started_in_another_folder_go_on_from_the_shared_checkpoint_folder(
+    tmp_path: pathlib.Path, monkeypatch
+) -> None:
+    """The driver resolves ``--checkpoint-dir`` (relative, as a user types it) in its own folder: a worker started
+    elsewhere finds there the checkpoint a killed run left, goes on from it, and writes nothing in its own folder."""
+    needs("flax")
+    from doors_gym_baselines.learners import scan_driver
+    from doors_gym_baselines.learners.dqn_flax_scan import train
+
+    driver, host = tmp_path / "driver", tmp_path / "host"
+    driver.mkdir()
+    flags = dict(arms=("flax-scan",), seeds=1, preset="quick", total_steps=4_000, eval_every=2_000, out="out",
+                 checkpoint_dir="shared", together=False, models=False)  # fmt: skip
+    monkeypatch.chdir(driver)
+    config = compare.plan(compare.CompareOptions(**flags)).rows[0].runs[0].config
+    checkpoint = driver / "shared" / "flax-scan-seed100.ckpt"
+    assert config.run.checkpoint == str(checkpoint)
+    calls = []
+
+    def killed_at_the_fifth_chunk(self, first):  # the run killed after four segments, each one saved
+        calls.append(first)
+        if len(calls) == 5:
+            raise Killed(first)
+        return original(self, first)
+
+    original = scan_driver.CompiledSeeds.run_chunk
+    with monkeypatch.context() as patched:
+        patched.setattr(scan_driver, "CHECKPOINT_SECONDS", 0.0)
+        patched.setattr(scan_driver.CompiledSeeds, "run_chunk", killed_at_the_fifth_chunk)
+        with pytest.raises(Killed):
+            train(config)
+    assert checkpoint.exists()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with hand_started_cluster(host, 1) as address:
+        command = [sys.executable, "-m", "doors_gym", "compare", "--arms", "flax-scan", "--seeds", "1", "--preset",
+                   "quick", "--total-steps", "4000", "--eval-every", "2000", "--out", "out", "--checkpoint-dir",
+                   "shared", "--no-together", "--no-models", "--tracking-uri", uri, "--quiet", "--executor", "dask",
+                   "--address", address]  # fmt: skip
+        done = subprocess.run(command, env=ENV, cwd=driver, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [run] = nested_runs(compare.CompareOptions(tracking_uri=uri))
+    assert run.data.params["worker"] != "local"
+    [resumed] = ast.literal_eval(run.data.tags["fact.resumed"])
+    assert 0 < resumed["at_step"] < 4_000  # went on from the killed run's fourth segment, not from zero
+    assert not checkpoint.exists()  # removed once the run ended
+    assert not (host / "out").exists() and not (host / "shared").exists()  # nothing under the worker's folder
 
 
 def default_sigint() -> None:

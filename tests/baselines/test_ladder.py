@@ -212,7 +212,7 @@ def test_the_ladder_plan_prints_each_run_to_train_with_its_expected_time_and_tra
 
     from doors_gym_baselines.config.seeds import LADDER_FIRST_SEED
 
-    first = f"  flax-scan seed {LADDER_FIRST_SEED}: {describe_seconds(expected[('31x31', 'flax-scan')])}"
+    first = f"  flax-scan seed {LADDER_FIRST_SEED} at 31x31: {describe_seconds(expected[('31x31', 'flax-scan')])}"
     assert LADDER_FIRST_SEED == options.first_seed >= 100 and first in printed
     unknown = ("63x63", "flax-scan-together") not in expected
     total = 2 * expected[("31x31", "flax-scan")] + expected[("31x31", "flax-scan-together")]

@@ -723,7 +723,7 @@ def test_tune_on_dask_ends_with_exactly_n_trials_after_a_worker_is_killed(tmp_pa
     workers[0].kill()
     output, _ = driver.communicate(timeout=300)
     assert driver.returncode == 0, output[-3000:]
-    assert "died while running it; Dask runs it again" in output, output[-3000:]
+    assert "(running or queued there); Dask runs it again" in output, output[-3000:]
 
     trials = _all_trials(storage, study_name)
     assert len(tuning.finished_trials(optuna.load_study(study_name=study_name, storage=storage))) == 6
