@@ -44,12 +44,23 @@ def _number(kind: str, text: str) -> int | float:
 
 def current(sources: list[pathlib.Path]) -> list[LadderRow]:
     """Each row (a level and an arm's key) from the last source that has it, in the ladder's level order (a level's
-    rows in the order their first source gave them)."""
+    rows in the order of the source that gave it the most rows, the rest after)."""
     by_level: dict[str, dict[str, LadderRow]] = {}
+    order: dict[str, list[str]] = {}
     for source in sources:
+        keys: dict[str, list[str]] = {}
         for row in read_rows(source):
             by_level.setdefault(row.level, {})[row.key] = row
-    return [row for level in LEVEL_NAMES for row in by_level.get(level, {}).values()]
+            keys.setdefault(row.level, []).append(row.key)
+        for level, listed in keys.items():
+            if len(listed) > len(order.get(level, [])):
+                order[level] = listed
+    rows = []
+    for level in LEVEL_NAMES:
+        found = by_level.get(level, {})
+        rank = {key: index for index, key in enumerate(order.get(level, []))}
+        rows += sorted(found.values(), key=lambda row: rank.get(row.key, len(rank)))
+    return rows
 
 
 def write_expected(rows: list[LadderRow], path: pathlib.Path) -> None:
