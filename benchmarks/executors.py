@@ -126,15 +126,17 @@ def fault_probes(out: pathlib.Path, workers: int, local: float) -> list[str]:
     for name, seconds, driver in (("killed-worker", 20, False), ("killed-driver", 60, True)):
         returncode, wall, rerun = kill_midway(out / name, workers, seconds, driver)
         nested, parents = runs_by_status(out / name)
-        twice = [run for run, count in nested.items() if count > 1]
+        finished = {run.rsplit(" ", 1)[0]: count for run, count in nested.items() if run.endswith(" FINISHED")}
+        names = {run.rsplit(" ", 1)[0] for run in nested}
+        others = {run: count for run, count in nested.items() if not run.endswith(" FINISHED")}
         what = "driver SIGKILLed 60 s in, then rerun" if driver else "a worker SIGKILLed 20 s in"
         said = [line.strip() for line in (out / name / "log.txt").read_text().splitlines() if "Dask runs it" in line]
         told = f"{rerun.count('reusing')} runs reused by the rerun" if driver else (
             f"the driver said: {' / '.join(f'`{line}`' for line in said) or 'no retry'}")  # fmt: skip
         lines.append(
             f"- {what}: rc {returncode}, {wall:.0f} s in all ({wall / local:.2f}x the local ladder); {told}; nested "
-            f"runs {sum(nested.values())}, all FINISHED: {all(run.endswith('FINISHED') for run in nested)}, none "
-            f"RUNNING: {not any(run.endswith('RUNNING') for run in nested)}, none twice under a parent: {not twice}; "
+            f"runs {len(names)}, each FINISHED once under its parent: "
+            f"{names == set(finished) and set(finished.values()) == {1}}, other records: {others or 'none'}; "
             f"parent runs {parents}"
         )
     return lines
