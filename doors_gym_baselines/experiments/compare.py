@@ -332,7 +332,7 @@ def missing_jobs(
             if run.cache not in made:
                 key = job_key(run.cache, run.config.to_dict(), plan.options.models)
                 reference = arm.name if ARMS.is_installed(arm.name) else arm
-                label = f"{arm.name} {describe_seeds(run.seeds)} at {plan.options.level}"  # a ladder sends several levels' runs
+                label = f"{arm.name} {describe_seeds(run.seeds)} at {plan.options.level}"  # a ladder mixes levels
                 missing.append((planned, run, Job(key, reference, run.config, plan.options.models, label)))
     return missing
 

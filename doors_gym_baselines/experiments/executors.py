@@ -207,8 +207,8 @@ class Retries:
         for key in message.get("processing-tasks", ()):
             if key in self.labels:
                 self.lost.setdefault(key, []).append(address)
-                print(f"  {self.labels[key]}: worker {address} {how} holding it (running or queued there); Dask runs it "
-                      "again", flush=True)
+                held = f"worker {address} {how} holding it (running or queued there)"
+                print(f"  {self.labels[key]}: {held}; Dask runs it again", flush=True)
 
     def finished(self, key: str, trained: Trained) -> Trained:
         """``trained`` with the workers that died under its task before (:attr:`Trained.lost_on`)."""

@@ -203,7 +203,7 @@ def test_a_fresh_ladder_clears_the_checkpoints_before_it_sends_a_run(tmp_path: p
 
     options = ladder.LadderOptions(arms=("flax-scan",), levels=("study",), quick=True, fresh=True,
                                    out=str(tmp_path / "ladder"))  # fmt: skip
-    stale = tmp_path / "ladder" / "study" / "runs" / "flax-scan-seed110.ckpt"  # a killed ladder's run (it starts at seed 110)
+    stale = tmp_path / "ladder" / "study" / "runs" / "flax-scan-seed110.ckpt"  # a killed ladder's (from 110)
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"a killed run's state")
     recorder = Recorder(stale)
@@ -303,7 +303,6 @@ def test_a_run_that_raises_is_named_and_the_others_finish(tmp_path: pathlib.Path
     assert cached["seeds"][0]["seed"] == 100  # a rerun trains only the run that failed
 
 
-@pytest.mark.slow
 @contextlib.contextmanager
 def hand_started_cluster(folder: pathlib.Path, workers: int):
     """A scheduler on 127.0.0.1 and ``workers`` workers of one thread, started as processes of their own in
@@ -330,6 +329,7 @@ def hand_started_cluster(folder: pathlib.Path, workers: int):
                 process.wait()
 
 
+@pytest.mark.slow
 def test_a_scheduler_and_workers_started_as_processes_of_their_own(tmp_path: pathlib.Path) -> None:
     with hand_started_cluster(tmp_path, 2) as address:
         command = [sys.executable, "-m", "doors_gym", "compare", "--arms", "torch-numpy", "--seeds", "2", "--preset",
