@@ -89,7 +89,13 @@ def test_a_killed_comparison_resumes_in_its_own_parent_run(tmp_path: pathlib.Pat
     children = sorted((run.info.run_name, run.info.status, run.data.tags["mlflow.parentRunId"]) for run in runs
                       if run not in parents)  # fmt: skip
     parent = parents[0].info.run_id
-    assert children == [("flax-numpy-seed100", "FINISHED", parent), ("flax-numpy-seed101", "FINISHED", parent)]
+    finished = [child for child in children if child[1] == "FINISHED"]
+    assert finished == [("flax-numpy-seed100", "FINISHED", parent), ("flax-numpy-seed101", "FINISHED", parent)]
+    # Under Dask seed 101 may have trained beside seed 100 and been in the middle of its logging at the kill: that
+    # record is closed KILLED by the rerun, which logs the run again; nothing else may be left beside them.
+    others = [child for child in children if child not in finished]
+    allowed = [("flax-numpy-seed101", "KILLED", parent)] if executor else []
+    assert others in ([], allowed), others
 
 
 @pytest.mark.slow
