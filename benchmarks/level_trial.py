@@ -1,7 +1,8 @@
 """One arm at one level: the learning curve of a candidate preset (how the level presets were chosen).
 
 Trains ``--arm`` at ``--level`` with ``--preset``'s hyperparameters (default: the level's shared preset,
-``shared.yml``'s with ``hyperparams/level-<level>.yml`` on top) and ``--set
+``shared.yml``'s with ``hyperparams/level-<level>.yml`` on top; a preset named as ``doors-gym train --level``
+reads it: a library arm's own with the level's budget) and ``--set
 NAME=VALUE`` on top (values read as YAML: ``--set hidden_sizes=[256,256] --set gamma=0.98``), without stopping
 when solved, and prints each evaluation as it comes (so a probe cut short still shows its curve): env steps,
 wall seconds, greedy success, greedy step reward, rolling reward, solved (the level's bar). ``--seeds N`` trains
@@ -29,7 +30,7 @@ from doors_gym.levels import LEVEL_NAMES
 from doors_gym_baselines.arms import ARMS, get_arm
 from doors_gym_baselines.levels import TrainingLevel
 from doors_gym_baselines.harness.metrics import HistoryRow, solved_reward
-from doors_gym_baselines.presets import load_preset
+from doors_gym_baselines.presets import SHARED
 
 
 class LivePrinter:
@@ -108,7 +109,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--arm", choices=tuple(ARMS), default="flax-numpy")
     parser.add_argument("--level", choices=LEVEL_NAMES, default="Random")
     parser.add_argument(
-        "--preset", default=None, help="the hyperparameters the changes go on top of, a name or file (default: the level's)"
+        "--preset", default=None,
+        help="the hyperparameters the changes go on top of, a name or file, read at the level as train --level reads "
+        "it (default: shared, the level's shared preset)",
     )
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--eval-every", type=int, default=50_000)
@@ -124,7 +127,9 @@ def make_parser() -> argparse.ArgumentParser:
         help="write each evaluation here as a JSON line as it comes (after a header line), with the TD loss, epsilon "
         "and training episodes' length beside the printed figures",
     )
-    parser.add_argument("--save", default=None, help="write the first seed's trained model here (doors-gym enjoy reads it)")
+    parser.add_argument(
+        "--save", default=None, help="write the first seed's trained model here (doors-gym enjoy reads it)"
+    )
     parser.add_argument(
         "--checkpoint", default=None,
         help="save the run's state here as it goes (a segment's end, once a minute) and, started again, go on "
@@ -142,8 +147,8 @@ def main() -> None:
         changes[name] = tuple(parsed) if isinstance(parsed, list) else parsed
     arm = get_arm(args.arm)
     level = TrainingLevel.named(args.level)
-    preset = level.shared_preset if args.preset is None else load_preset(args.preset, arm.name)
-    config = preset.config(None)
+    preset = level.preset(args.preset or SHARED, arm.name)
+    config = preset.config(None, arm.hyperparameters)
     layout = level.settings
     config = config.replace(
         total_steps=args.steps, eval_every=args.eval_every, seed=args.seed, num_seeds=args.seeds, quiet=True,

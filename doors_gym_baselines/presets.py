@@ -162,13 +162,19 @@ def preset_at(spec: str, arm: str, level: str = STUDY) -> Preset:
 
     At the study's level it is :func:`load_preset`'s. At another, ``tuned`` is the arm's tuned preset at that
     level (:func:`tuned_path`) where a study wrote one, else the level's shared preset, as ``shared`` is
-    (:func:`level_preset`); any other name or file is read as at the study's level.
+    (:func:`level_preset`); any other name or file is read as at the study's level. The level's shared preset
+    sets this package's DQN: an arm of its own hyperparameters (a plug-in's) takes its own preset of that name
+    with the level's budget (its ``run`` section) in place of the preset's.
     """
     if level == STUDY or spec not in ("tuned", SHARED):
         return load_preset(spec, arm)
     path = tuned_path(arm, level)
     if spec == "tuned" and path.exists():
         return dataclasses.replace(read_preset(path, hyperparameters_of(arm)), name=f"tuned-{level}")
+    if hyperparameters_of(arm) is not Hyperparameters:
+        own, budget = load_preset(spec, arm), level_preset(level).run
+        study = {**own.study, "run": f"the level's budget ({LEVEL_PREFIX}{level}.yml)"}
+        return Preset(f"{spec}-{level}", own.hyperparameters, {**own.run, **budget}, study)
     return level_preset(level)
 
 

@@ -102,17 +102,22 @@ def network_inputs(obs: np.ndarray, num_cells: int, observation: str) -> np.ndar
 
 
 def env_keywords(config: Config) -> dict[str, Any]:
-    """The Doors env's keywords of a run: its layout and time limit from the run settings, and the observation the
-    env gives (the grid where the network sees ``cells``: the arm's wrapper makes the agent's and the goal's planes
-    of it)."""
+    """The Doors env's keywords of a run: its layout and time limit from the run settings (a level's walls and door
+    draws too: ``RunSettings.env_keywords``), and the observation the env gives (the grid where the network sees
+    ``cells``: the arm's wrapper makes the agent's and the goal's planes of it).
+
+    Raises:
+        ValueError: the ``cells`` observation where the doors are drawn per episode (its planes show the agent and
+            the goal, not where the doors are).
+    """
     run, hyper = config.run, config.hyperparameters
-    return {
-        "grid_size": tuple(run.grid_size),
-        "n_doors": run.n_doors,
-        "door_cols": run.door_cols,
-        "max_episode_steps": run.max_episode_steps,
-        "obs_mode": "grid" if hyper.observation == "cells" else hyper.observation,
-    }
+    if hyper.observation == "cells" and run.doors != "fixed":
+        raise ValueError(
+            f"observation='cells' shows the agent's and the goal's cells, not the doors, which are drawn per episode "
+            f"here (doors={run.doors!r}): expected observation 'grid' or 'flat' (the library arms' 'shared-onehot' "
+            "preset)"
+        )
+    return {**run.env_keywords, "obs_mode": "grid" if hyper.observation == "cells" else hyper.observation}
 
 
 class GreedyModel:

@@ -7,6 +7,7 @@ Each trains on a tiny budget through the public arm API, returns the protocol's 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import os
@@ -263,3 +264,43 @@ def test_the_cells_observation_gives_the_network_the_agents_and_the_goals_planes
         np.testing.assert_array_equal(np.asarray(actions), result.model.act(obs))
     else:
         np.testing.assert_allclose(result.model.q_values(obs), result.model._apply(result.model.params, planes))
+
+
+def test_a_level_reaches_the_librarys_env_with_its_walls_and_door_draws():
+    """At ``3Walls`` (three walls, doors drawn per episode) the library steps that level, not the study's wall:
+    rejax's env and SB3's vector env are made with the level's layout and time limit; the ``cells`` observation,
+    which cannot show drawn doors, is refused with what to use instead."""
+    from doors_gym_baselines.levels import TrainingLevel
+    from doors_gym_libraries import common
+
+    level = TrainingLevel.named("3Walls")
+    assert level.params.n_walls > 1 and level.params.doors == "random"  # the case this test is about
+    needs("rejax")
+    from doors_gym_libraries.rejax import make_algorithm
+
+    config = ARMS["rejax-pqn"].config(**TINY["rejax-pqn"], observation="flat", **level.settings)
+    env = make_algorithm(config, ARMS["rejax-pqn"]).env
+    assert env.default_params == dataclasses.replace(level.params, obs_mode="flat")
+    needs("stable_baselines3")
+    from doors_gym_libraries.stable import make_env
+
+    vector = make_env(ARMS["sb3-dqn"].config(n_envs=2, observation="grid", **level.settings))
+    layout = dataclasses.replace(level.params, max_episode_steps=None)  # gymnasium's TimeLimit truncates instead
+    assert [inner.unwrapped.params for inner in vector.envs] == [layout] * 2
+    assert [inner.spec.max_episode_steps for inner in vector.envs] == [level.max_episode_steps] * 2
+    with pytest.raises(ValueError, match=r"observation='cells' .*\(doors='random'\): expected observation 'grid' or"):
+        common.env_keywords(ARMS["sb3-dqn"].config(observation="cells", **level.settings))
+
+
+def test_a_library_arm_at_a_level_takes_its_own_preset_with_the_levels_budget():
+    from doors_gym_baselines.presets import level_preset, preset_at
+
+    for name in LIBRARIES:
+        for spec in ("tuned", "shared-onehot"):
+            preset = preset_at(spec, name, "31x31")
+            own = load_preset(spec, name)
+            assert preset.hyperparameters == own.hyperparameters
+            preset.config(hyperparameters=hyperparameters_of(name))  # every value checked against the arm's own
+        budget = level_preset("31x31").run
+        assert preset_at("tuned", name, "31x31").run == {**load_preset("tuned", name).run, **budget}
+        assert preset_at("shared-onehot", name, "31x31").run == load_preset("shared-onehot", name).run  # as typed
