@@ -126,7 +126,7 @@ COMMANDS = {
         "SQLite file unless --storage names another SQLAlchemy URL (PostgreSQL for workers on several machines). With "
         "--executor dask the trials train on the Dask cluster compare uses, asked and logged by this command. "
         "Every trial is a nested MLflow run under the study's parent run. At a level (--level), the study starts "
-        "from the level's shared preset and budget.",
+        "from the level's shared preset and budget (a library arm: from its own tuned preset, with that budget).",
         "levels",
         add_tune_arguments,
     ),

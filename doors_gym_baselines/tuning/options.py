@@ -161,11 +161,15 @@ class TuneOptions(TrackingOptions):
     def resolved_start_from(self) -> str:
         """The preset the study starts from (``""``: none): ``start_from``, else ``quick`` where the arm takes DQN's
         hyperparameters, else the arm's own ``tuned`` preset if it has one (the built-in presets are DQN's
-        settings, which a plug-in's own dataclass does not take)."""
+        settings, which a plug-in's own dataclass does not take). At another level a DQN arm starts from the level's
+        shared preset; a plug-in from its ``tuned`` one (its ``shared`` reads the ``cells``, blind to drawn doors)."""
+        from ..config import Hyperparameters
+        from ..presets import hyperparameters_of
+
         if self.start_from is not None:
             return self.start_from
         names = self.start_names
-        if self.level != STUDY and "shared" in names:
+        if self.level != STUDY and "shared" in names and hyperparameters_of(self.arm) is Hyperparameters:
             return "shared"  # the level's shared preset (presets.preset_at)
         return "quick" if "quick" in names else ("tuned" if "tuned" in names else "")
 

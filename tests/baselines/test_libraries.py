@@ -190,6 +190,7 @@ def test_its_study_starts_from_its_own_preset_and_keeps_what_its_space_does_not_
 
     arm = ARMS[name]
     assert TuneOptions(arm=name).resolved_start_from == "tuned"  # not DQN's quick, which its dataclass cannot take
+    assert TuneOptions(arm=name, level="31x31").resolved_start_from == "tuned"  # not the level's DQN preset
     assert TuneOptions(arm=name, start_from="").resolved_start_from == ""
     with pytest.raises(ValueError, match=r"start_from='quick' is neither one of \['defaults'"):
         TuneOptions(arm=name, start_from="quick")
