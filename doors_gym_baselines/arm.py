@@ -143,6 +143,8 @@ class Arm:
         magic: the first bytes of its model files, if they tell them apart (for :meth:`recognises`); without
             it, its framework's own serialisation (:data:`FILE_FORMATS`).
         package: the distribution that provides it (set by the registry from its entry point).
+        algorithms: the values of the hyperparameter ``algorithm`` it trains (hyperparameters without that field:
+            any config).
     """
 
     name: str
@@ -162,6 +164,7 @@ class Arm:
     requirements: tuple[str, ...] = ()
     magic: bytes = b""
     package: str = DISTRIBUTION
+    algorithms: tuple[str, ...] = ("dqn",)
 
     def __post_init__(self) -> None:
         if not (dataclasses.is_dataclass(self.hyperparameters) and isinstance(self.hyperparameters, type)):
@@ -211,6 +214,12 @@ class Arm:
             raise ValueError(
                 f"hyperparameters={type(config.hyperparameters).__name__}(...) are not the {self.name} arm's: it "
                 f"trains with {self.hyperparameters.__name__} (build its config with Arm.config)"
+            )
+        algorithm = getattr(config.hyperparameters, "algorithm", None)
+        if algorithm is not None and algorithm not in self.algorithms:
+            raise ValueError(
+                f"algorithm={algorithm!r} is not supported by the {self.name} arm: expected one of "
+                f"{', '.join(self.algorithms)} (pqn trains in flax-scan)"
             )
         return config if config.run.env_id == self.env_id else config.replace(env_id=self.env_id)
 

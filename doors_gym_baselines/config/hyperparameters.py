@@ -13,6 +13,9 @@ from .fields import check_at_least, check_choices, check_fraction, field, field_
 
 OPTIMIZERS = ("adam", "sgd")
 LOSSES = ("huber", "mse")
+ALGORITHMS = ("dqn", "pqn")
+"""``dqn``: a replay buffer and a target network (every DQN arm); ``pqn``: Q(lambda) over parallel envs' rollouts,
+no replay, no target network (Gallici et al. 2025; the fully jitted arm)."""
 LAYER_NORM_EPSILON = 1e-5  # both networks' LayerNorm (``layer_norm``): torch's default, set in Flax's too
 
 
@@ -93,6 +96,20 @@ class Hyperparameters:
     restart_fraction: float = field(
         0.5, "share of total_steps over which restart_prob decays linearly to 0 (exploring starts only)"
     )
+    algorithm: str = field(
+        "dqn",
+        "dqn: replay and a target network; pqn: Q(lambda) returns over each rollout of the parallel envs, no replay "
+        "and no target network (PQN, Gallici et al. 2025; the fully jitted arm); pqn leaves buffer_size, batch_size, "
+        "train_frequency, gradient_steps, target_update, tau, learning_starts, double_dqn, n_step and "
+        "advantage_learning unused",
+        choices=ALGORITHMS,
+    )
+    td_lambda: float = field(
+        0.65, "pqn: lambda of the Q(lambda) returns (0: one-step targets; 1: the rollout's returns to its end)"
+    )
+    rollout_steps: int = field(32, "pqn: vector steps of every env between two learning phases")
+    epochs: int = field(2, "pqn: passes over each rollout's transitions")
+    minibatches: int = field(4, "pqn: minibatches per pass (each rollout_steps * num_envs / minibatches transitions)")
 
     def __post_init__(self) -> None:
         check_choices(self)
@@ -137,9 +154,21 @@ class Hyperparameters:
                 "cell_planes=False needs relative_inputs=True: without the cell planes only the relative inputs say "
                 "where the agent and the goal are"
             )
+        self._check_pqn()
         sizes = self.hidden_sizes
         if not sizes or any(isinstance(width, bool) or not isinstance(width, int) or width < 1 for width in sizes):
             raise ValueError(f"hidden_sizes={sizes!r} is invalid: expected one or more integers >= 1")
+
+    def _check_pqn(self) -> None:
+        for name in ("rollout_steps", "epochs", "minibatches"):
+            check_at_least(name, getattr(self, name), 1)
+        check_fraction("td_lambda", self.td_lambda)
+        samples = self.rollout_steps * self.num_envs
+        if samples % self.minibatches:
+            raise ValueError(
+                f"minibatches={self.minibatches} does not divide rollout_steps * num_envs = {samples}: expected a "
+                "divisor of it"
+            )
 
     def describe(self) -> str:
         """The hyperparameters in their natural units, in one line for people (the field names are in the files)."""
@@ -147,7 +176,8 @@ class Hyperparameters:
         if decay and self.lr_decay_fraction < 1.0:
             decay += f" over the first {self.lr_decay_fraction:.0%} of the updates"
         target = "copy" if self.tau >= 1.0 else f"tau {self.tau:.2g}"
-        extras = ["double DQN"] if self.double_dqn else []
+        dqn = self.algorithm == "dqn"  # PQN has no target network, one-step bootstrap or advantage learning
+        extras = ["double DQN"] if self.double_dqn and dqn else []
         if self.max_grad_norm > 0:
             extras.append(f"gradient norm clipped at {self.max_grad_norm:g}")
         if self.relative_inputs:
@@ -158,19 +188,21 @@ class Hyperparameters:
             extras.append("layer norm")
         if self.step_cost > 0:
             extras.append(f"step cost {self.step_cost:g} in training")
-        if self.n_step > 1:
+        if self.n_step > 1 and dqn:
             extras.append(f"{self.n_step}-step returns")
-        if self.advantage_learning > 0:
+        if self.advantage_learning > 0 and dqn:
             extras.append(f"advantage learning {self.advantage_learning:g}")
         if self.restart_prob > 0:
             extras.append(
                 f"starts anywhere {self.restart_prob:.0%} of episodes, to none at {self.restart_fraction:.0%} of the budget"
             )
-        return ", ".join(
-            [
-                f"lr {self.learning_rate:.2g} {self.optimizer}{decay}",
-                f"gamma {self.gamma:.3g}",
-                f"net {'x'.join(map(str, self.hidden_sizes))}",
+        if self.algorithm == "pqn":
+            learning = [
+                f"PQN: Q({self.td_lambda:g}) over rollouts of {self.rollout_steps} steps of {self.num_envs} envs",
+                f"{self.epochs} epochs of {self.minibatches} minibatches",
+            ]
+        else:
+            learning = [
                 f"batch {self.batch_size}",
                 f"buffer {self.buffer_size}",
                 f"{self.num_envs} envs",
@@ -178,6 +210,13 @@ class Hyperparameters:
                 + (f" ({self.gradient_steps} updates)" if self.gradient_steps > 1 else ""),
                 f"target every {self.target_update} ({target})",
                 f"learns from step {self.learning_starts}",
+            ]
+        return ", ".join(
+            [
+                f"lr {self.learning_rate:.2g} {self.optimizer}{decay}",
+                f"gamma {self.gamma:.3g}",
+                f"net {'x'.join(map(str, self.hidden_sizes))}",
+                *learning,
                 f"explore {self.exploration_fraction:.0%} of the budget",
                 *extras,
             ]

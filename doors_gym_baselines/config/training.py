@@ -146,6 +146,8 @@ class DQNConfig(Config):
         """Gradient updates in the run: ``gradient_steps`` at each vector step past ``learning_starts`` whose index
         is a multiple of ``train_frequency`` (the schedule of every arm's loop; the learning rate decays over them)."""
         hyper = self.hyperparameters
+        if hyper.algorithm == "pqn":  # a learning phase at the end of every whole rollout
+            return self.num_iterations // hyper.rollout_steps * hyper.epochs * hyper.minibatches
         first = hyper.learning_starts // hyper.num_envs  # the first iteration with (i + 1) * num_envs > starts
         if first >= self.num_iterations:
             return 0

@@ -219,8 +219,9 @@ class TrainResult:
 
     @property
     def ms_per_update(self) -> float:
-        """Milliseconds of the update phase per gradient update (per seed-update for several seeds)."""
-        return 1e3 * self.timings.update / self.updates if self.updates else math.nan
+        """Milliseconds of the update phase per gradient update (per seed-update for several seeds); NaN where the
+        updates were not timed apart (the jitted arm without its profile)."""
+        return 1e3 * self.timings.update / self.updates if self.updates and self.timings.update > 0 else math.nan
 
     @property
     def solved(self) -> bool:

@@ -203,7 +203,7 @@ def make_loss(network: QNetwork, config: DQNConfig) -> Callable:
     """The TD loss ``loss(params, target_params, batch, knobs)`` of every JAX arm: Double DQN, multi-step returns
     and advantage learning as ``knobs`` say (:class:`Knobs`); advantage learning is traced where ``config``'s share
     is above 0 (a program of lanes: any lane's)."""
-    huber = config.hyperparameters.loss == "huber"
+    loss = config.hyperparameters.loss
     advantage_learning = config.hyperparameters.advantage_learning > 0
 
     def loss_function(params: Any, target_params: Any, batch: tuple[Any, ...], knobs: Knobs) -> jax.Array:
@@ -223,11 +223,28 @@ def make_loss(network: QNetwork, config: DQNConfig) -> Callable:
             targets = targets - knobs.advantage_learning * action_shortfall(network.apply(target_params, obs), actions)
         targets = jax.lax.stop_gradient(targets)
         values = jnp.take_along_axis(network.apply(params, obs), actions[:, None], axis=1).squeeze(1)
-        if huber:
-            return optax.huber_loss(values, targets, delta=1.0).mean()
-        return jnp.mean((values - targets) ** 2)
+        return td_loss(values, targets, loss)
 
     return loss_function
+
+
+def td_loss(values: jax.Array, targets: jax.Array, loss: str) -> jax.Array:
+    """The mean TD loss of ``values`` against ``targets`` (the hyperparameter ``loss``: Huber with delta 1, or the
+    squared error)."""
+    if loss == "huber":
+        return optax.huber_loss(values, targets, delta=1.0).mean()
+    return jnp.mean((values - targets) ** 2)
+
+
+def optimizer_step(
+    optimizer: optax.GradientTransformation, params: Any, opt_state: Any, updates: Any, grads: Any, knobs: Knobs
+) -> tuple[Any, Any]:
+    """``(params, opt_state)`` after one optimizer step of ``grads`` at update ``updates``: clipped to the knobs'
+    global norm, through ``optimizer`` (:func:`make_optimizer`), scaled by the scheduled learning rate
+    (:func:`~.schedules.learning_rate`)."""
+    changes, opt_state = optimizer.update(clipped(grads, knobs.max_grad_norm), opt_state, params)
+    rate = schedules.learning_rate(updates, knobs.learning_rate, knobs.lr_end_fraction, knobs.decay_updates, jnp)
+    return optax.apply_updates(params, jax.tree.map(lambda change: -rate * change, changes)), opt_state
 
 
 def make_learning_step(
@@ -241,11 +258,7 @@ def make_learning_step(
 
     def step(state: LearnerState, batch: tuple, knobs: Knobs) -> tuple[LearnerState, jax.Array]:
         loss, grads = jax.value_and_grad(loss_function)(state.params, state.target_params, batch, knobs)
-        changes, opt_state = optimizer.update(clipped(grads, knobs.max_grad_norm), state.opt_state, state.params)
-        rate = schedules.learning_rate(
-            state.updates, knobs.learning_rate, knobs.lr_end_fraction, knobs.decay_updates, jnp
-        )
-        params = optax.apply_updates(state.params, jax.tree.map(lambda change: -rate * change, changes))
+        params, opt_state = optimizer_step(optimizer, state.params, state.opt_state, state.updates, grads, knobs)
         updates = state.updates + 1
         target = updated_target(params, state.target_params, knobs.tau)
         target_params = optax.periodic_update(target, state.target_params, updates, knobs.target_update)

@@ -428,7 +428,8 @@ class CompiledSeeds:
         phases = {"compile": self.compile_seconds, "evaluation": evaluation_seconds}
         method = "the scan's time, split as its compiled pieces take it when run apart"
         model = ScanModel(self.parts.network, learner.params, self.config.params)
-        if self.config.run.profile and not self.lanes:  # the profile times the program's own learning step
+        profiled = self.config.run.profile and not self.lanes and self.config.hyperparameters.algorithm == "dqn"
+        if profiled:  # the profile times the program's own learning step (DQN's pieces)
             first_device = layout.mesh.devices.flat[0]
             device_runner = jax.tree.map(
                 lambda leaf: jax.device_put(leaf[: layout.per_device], first_device), self.runner
@@ -437,7 +438,7 @@ class CompiledSeeds:
                 split_scan_time(self.config, device_runner, self.scanning, self.iterations, updates // num_seeds)
             )
         else:
-            method = "profile off (or lanes of a study): the scan's time is in other"
+            method = "profile off (or lanes of a study, or PQN): the scan's time is in other"
         facts = {
             "jax_version": jax.__version__,
             "devices": [str(device) for device in layout.mesh.devices.flat],

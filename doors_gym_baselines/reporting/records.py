@@ -289,10 +289,10 @@ def summarise(runs: ArmRuns) -> Summary:
 
 
 def ms_per_update(seeds: Sequence[SeedRun]) -> float:
-    """Milliseconds of update phase per gradient update, over every seed."""
+    """Milliseconds of update phase per gradient update, over every seed; NaN where no update was timed apart."""
     updates = sum(seed.updates for seed in seeds)
     seconds = sum(seed.phases.get("update", 0.0) for seed in seeds)
-    return 1e3 * seconds / updates if updates else math.nan
+    return 1e3 * seconds / updates if updates and seconds > 0 else math.nan
 
 
 def describe_budget(config: Config) -> str:

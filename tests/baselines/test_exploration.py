@@ -168,7 +168,7 @@ def test_the_host_loop_restarts_anywhere_and_keeps_those_episodes_out_of_the_rol
 
 
 def test_the_scan_ring_skips_episodes_that_started_anywhere():
-    from doors_gym_baselines.learners.dqn_flax_scan import Episodes, track
+    from doors_gym_baselines.learners.scan_parts import Episodes, track
 
     jnp = jax.numpy
     episodes = Episodes(

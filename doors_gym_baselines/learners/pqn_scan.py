@@ -1,0 +1,182 @@
+"""PQN in the fully jitted arm (``--set algorithm=pqn``): Q(lambda) over parallel envs, no replay, no target network.
+
+PQN (Gallici et al., "Simplifying Deep Temporal Difference Learning", ICLR 2025; purejaxql's ``pqn_*.py`` as the
+reference) steps ``num_envs`` envs with the online network's epsilon-greedy actions for ``rollout_steps`` vector
+steps, computes Peng's Q(lambda) returns backward over that rollout (:func:`lambda_returns`, bootstrapped with the
+values the acting network gave the next states), then takes ``epochs`` passes of ``minibatches`` minibatches of
+TD error against those returns. LayerNorm (``layer_norm``) keeps TD learning stable without a target network.
+
+The program has the DQN program's shape (:mod:`.dqn_flax_scan`, :mod:`.scan_parts`), so the driver (:mod:`.scan_driver`: segments,
+evaluations, seeds in one run, checkpoints) runs it unchanged: one scan iteration is one vector step; the rollout
+sits in the runner's ``buffer`` slot, and the learning phase runs at the rollout's last step. The network, inputs,
+optimizer, learning-rate schedule, epsilon schedule, step cost and episode figures are the DQN arm's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from doors_gym.jax import functional as F
+
+from ..config import DQNConfig
+from ..harness.device_replay import cells_of_states
+from ..harness.replay import learned_reward
+from .dqn_flax import (
+    Knobs,
+    LearnerState,
+    QNetwork,
+    epsilon_greedy,
+    init_params,
+    make_network,
+    make_optimizer,
+    optimizer_step,
+    td_loss,
+)
+from .scan_parts import CHUNKS, Runner, ScanTrain, distance, keep_frozen, make_env_step, new_episodes, track
+
+
+class Rollout(NamedTuple):
+    """The transitions of the rollout under way, ``(rollout_steps, num_envs, ...)`` each."""
+
+    cells: jax.Array
+    actions: jax.Array
+    rewards: jax.Array
+    """The rewards the learner learns (the env's less the step cost)."""
+    terminated: jax.Array
+    ended: jax.Array
+    """The episode ended at this step (terminated or truncated): the return stops here."""
+    next_values: jax.Array
+    """``max_a Q(s', a)`` of the step's true next state ``s'`` (the final state where the episode ended), under the
+    network that acted."""
+
+
+def lambda_returns(
+    rewards: jax.Array, terminated: jax.Array, ended: jax.Array, next_values: jax.Array, gamma: Any, lam: Any
+) -> jax.Array:
+    """Peng's Q(lambda) returns of a rollout (each argument ``(T, num_envs)``), backward from its last step:
+    ``G_t = r_t + gamma * (1 - terminated_t) * B_t``, with ``B_t = V_t`` where the episode ended at ``t`` or ``t`` is
+    the rollout's last step, else ``B_t = lam * G_{t+1} + (1 - lam) * V_t`` (``V_t``: ``next_values``, the best
+    action's value at the next state). ``lam`` 0 gives one-step Q-learning targets."""
+
+    def back(following: jax.Array, step: tuple) -> tuple[jax.Array, jax.Array]:
+        reward, term, end, value = step
+        bootstrap = jnp.where(end, value, lam * following + (1.0 - lam) * value)
+        value_of_step = reward + gamma * (1.0 - term) * bootstrap
+        return value_of_step, value_of_step
+
+    steps = (rewards, terminated.astype(rewards.dtype), ended, next_values)
+    return jax.lax.scan(back, next_values[-1], steps, reverse=True)[1]
+
+
+def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
+    """The pure functions of a PQN run of ``config`` (the :class:`~.scan_parts.ScanTrain` of the DQN program);
+    each traces for one seed (vmap it).
+
+    Raises:
+        ValueError: for ``lanes``: a study's lanes train DQN only.
+    """
+    if lanes:
+        raise ValueError("algorithm='pqn' cannot train as lanes of a study: expected algorithm='dqn' for lanes")
+    params, hyper = config.params, config.hyperparameters
+    num_envs, width, window, steps = hyper.num_envs, params.width, config.run.rolling_episodes, hyper.rollout_steps
+    network, optimizer, knobs = make_network(config), make_optimizer(config), Knobs.of(config)
+    env_step = make_env_step(config)
+    keep = keep_frozen if config.run.num_seeds > 1 else lambda frozen, old, new: new
+    learn = make_learn(network, config, optimizer, knobs)
+
+    def _update_step(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
+        key, explore_key, random_key, step_key, learn_key = jax.random.split(runner.key, 5)
+        global_step = (iteration_index + 1) * num_envs
+        params_now = runner.learner.params
+        epsilon = config.epsilon(global_step, jnp)
+        cells = cells_of_states(runner.env_state, width)
+        actions = epsilon_greedy(network.apply(params_now, cells).argmax(axis=1), epsilon, explore_key, random_key)
+        env_state, reward, terminated, truncated, info, restarted = env_step(
+            step_key, runner.env_state, actions, knobs, global_step
+        )
+        next_values = network.apply(params_now, cells_of_states(info["final_state"], width)).max(axis=1)
+        slot = iteration_index % steps
+        learned = learned_reward(reward, hyper.step_cost)
+        step = (cells, actions, learned, terminated, terminated | truncated, next_values)
+        rollout = Rollout(*(whole.at[slot].set(part) for whole, part in zip(runner.buffer, step)))
+        new_distance = jax.vmap(distance)(env_state)
+        episodes = track(runner.episodes, reward, terminated, truncated, new_distance, window, restarted)
+        env_state, episodes = keep(runner.frozen, (runner.env_state, runner.episodes), (env_state, episodes))
+        runner = runner._replace(env_state=env_state, buffer=rollout, episodes=episodes, key=key)
+        learn_now = slot == steps - 1
+        no_update = lambda r, k: (r, jnp.float32(jnp.nan))  # noqa: E731
+        runner, loss = jax.lax.cond(learn_now, learn, no_update, runner, learn_key)
+        return runner, {"loss": loss, "learned": learn_now, "epsilon": epsilon}
+
+    init = make_init(config, network, optimizer)
+    iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
+
+    def run_chunk(runner: Runner, first_iteration: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
+        return jax.lax.scan(_update_step, runner, first_iteration + jnp.arange(iterations_per_chunk))
+
+    def train(key: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
+        return jax.lax.scan(_update_step, init(key), jnp.arange(config.num_iterations))
+
+    return ScanTrain(train, init, run_chunk, network, iterations_per_chunk)
+
+
+def make_init(config: DQNConfig, network: QNetwork, optimizer: Any) -> Callable[[jax.Array], Runner]:
+    """``init(key) -> Runner``: one seed's network (no target copy), env states, empty rollout and episode figures;
+    the key splits as the DQN program's (network, envs, loop)."""
+    hyper, window = config.hyperparameters, config.run.rolling_episodes
+    num_envs, steps = hyper.num_envs, hyper.rollout_steps
+
+    def init(key: jax.Array) -> Runner:
+        network_key, env_key, loop_key = jax.random.split(key, 3)
+        network_params = init_params(network, network_key)
+        learner = LearnerState(network_params, None, optimizer.init(network_params), jnp.int32(0))
+        _, env_state = F.batch_reset(env_key, num_envs, config.params)
+        cells = cells_of_states(env_state, config.params.width)
+        rollout = Rollout(
+            jnp.zeros((steps, *cells.shape), cells.dtype),
+            jnp.zeros((steps, num_envs), jnp.int32),
+            jnp.zeros((steps, num_envs)),
+            jnp.zeros((steps, num_envs), bool),
+            jnp.zeros((steps, num_envs), bool),
+            jnp.zeros((steps, num_envs)),
+        )
+        return Runner(learner, env_state, rollout, new_episodes(env_state, window), loop_key, jnp.bool_(False))
+
+    return init
+
+
+def make_learn(network: QNetwork, config: DQNConfig, optimizer: Any, knobs: Knobs) -> Callable:
+    """``learn(runner, key) -> (runner, loss)``: the learning phase at a rollout's end: its Q(lambda) returns, then
+    ``epochs`` passes over its transitions in ``minibatches`` shuffled minibatches, an optimizer step each (the
+    loss: their mean); a frozen seed keeps its learner."""
+    hyper = config.hyperparameters
+    samples = hyper.rollout_steps * hyper.num_envs
+    size = samples // hyper.minibatches
+
+    def loss_function(params: Any, batch: tuple[jax.Array, ...]) -> jax.Array:
+        cells, actions, targets = batch
+        values = jnp.take_along_axis(network.apply(params, cells), actions[:, None], axis=1).squeeze(1)
+        return td_loss(values, targets, hyper.loss)
+
+    def one_update(state: LearnerState, batch: tuple[jax.Array, ...]) -> tuple[LearnerState, jax.Array]:
+        loss, grads = jax.value_and_grad(loss_function)(state.params, batch)
+        params, opt_state = optimizer_step(optimizer, state.params, state.opt_state, state.updates, grads, knobs)
+        return LearnerState(params, None, opt_state, state.updates + 1), loss
+
+    def learn(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
+        rollout = runner.buffer
+        returns = lambda_returns(
+            rollout.rewards, rollout.terminated, rollout.ended, rollout.next_values, knobs.gamma, hyper.td_lambda
+        )
+        flat = (rollout.cells.reshape(samples, -1), rollout.actions.reshape(samples), returns.reshape(samples))
+        orders = jnp.concatenate([jax.random.permutation(k, samples) for k in jax.random.split(key, hyper.epochs)])
+        batches = jax.tree.map(lambda x: x[orders].reshape(hyper.epochs * hyper.minibatches, size, *x.shape[1:]), flat)
+        learner, losses = jax.lax.scan(one_update, runner.learner, batches)
+        learner = keep_frozen(runner.frozen, runner.learner, learner) if config.run.num_seeds > 1 else learner
+        return runner._replace(learner=learner), losses.mean()
+
+    return learn
