@@ -22,7 +22,7 @@ from .fields import (
     field_names,
     first_line,
 )
-from .hyperparameters import HYPERPARAMETER_NAMES, LAYER_NORM_EPSILON, LOSSES, OPTIMIZERS, Hyperparameters
+from .hyperparameters import ALGORITHMS, HYPERPARAMETER_NAMES, LAYER_NORM_EPSILON, LOSSES, OPTIMIZERS, Hyperparameters
 from .layouts import level_env_id, level_of
 from .run import (
     DOOR_MODES,
@@ -36,6 +36,7 @@ from .run import (
 from .training import Config, DQNConfig, describe_hyperparameters, make_config
 
 __all__ = [
+    "ALGORITHMS",
     "DOOR_MODES",
     "ENV_IDS",
     "HYPERPARAMETER_NAMES",

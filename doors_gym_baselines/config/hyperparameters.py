@@ -99,9 +99,9 @@ class Hyperparameters:
     algorithm: str = field(
         "dqn",
         "dqn: replay and a target network; pqn: Q(lambda) returns over each rollout of the parallel envs, no replay "
-        "and no target network (PQN, Gallici et al. 2025; the fully jitted arm); pqn leaves buffer_size, batch_size, "
-        "train_frequency, gradient_steps, target_update, tau, learning_starts, double_dqn, n_step and "
-        "advantage_learning unused",
+        "and no target network (PQN, Gallici et al. 2025; every arm but torch-compile); pqn leaves buffer_size, "
+        "batch_size, train_frequency, gradient_steps, target_update, tau, learning_starts, double_dqn and n_step "
+        "unused, and takes advantage_learning 0",
         choices=ALGORITHMS,
     )
     td_lambda: float = field(
@@ -160,6 +160,11 @@ class Hyperparameters:
             raise ValueError(f"hidden_sizes={sizes!r} is invalid: expected one or more integers >= 1")
 
     def _check_pqn(self) -> None:
+        if self.algorithm == "pqn" and self.advantage_learning > 0:
+            raise ValueError(
+                f"advantage_learning={self.advantage_learning!r} with algorithm='pqn': PQN's returns take no "
+                "advantage-learning term (expected 0)"
+            )
         for name in ("rollout_steps", "epochs", "minibatches"):
             check_at_least(name, getattr(self, name), 1)
         check_fraction("td_lambda", self.td_lambda)

@@ -155,6 +155,14 @@ class DQNConfig(Config):
         return max(0, -(-(self.num_iterations - start) // hyper.train_frequency)) * hyper.gradient_steps
 
     @property
+    def update_batch_size(self) -> int:
+        """Transitions per gradient update: ``batch_size``, or PQN's minibatch (a rollout's over ``minibatches``)."""
+        hyper = self.hyperparameters
+        if hyper.algorithm == "pqn":
+            return hyper.rollout_steps * hyper.num_envs // hyper.minibatches
+        return hyper.batch_size
+
+    @property
     def lr_decay_updates(self) -> int:
         """Updates over which the learning rate decays linearly (``lr_decay_fraction`` of the span from the first
         update to the last), at least 1: update ``k`` runs at :func:`~.schedules.learning_rate` of ``k`` in every

@@ -31,11 +31,15 @@ class Learner(Protocol):
     def greedy(self, cells: np.ndarray) -> np.ndarray:
         """Greedy actions ``(batch,)`` for cells ``(batch, 2)`` (with the door columns where doors are random)."""
 
+    def max_values(self, cells: np.ndarray) -> np.ndarray:
+        """``(batch,)`` float32: the best action's value of each of a batch of cells, under the online network
+        (PQN's bootstrap, ``algorithm: pqn``)."""
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions ``(batch,)`` for grid observations ``(batch, H * W)`` (a model's public policy)."""
 
     def update(self, batch: Batch) -> Any:
-        """One gradient step on a replay batch, and the target network's update when one is due; returns the loss."""
+        """One gradient step on a replay batch (or a PQN minibatch: returns for rewards, ``terminated`` set), and the target network's update when one is due; returns the loss."""
 
     def read_losses(self, losses: list[Any]) -> np.ndarray:
         """The values of losses :meth:`update` returned, float64 (waits for them)."""

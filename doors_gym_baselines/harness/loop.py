@@ -26,6 +26,7 @@ from ..learners import cells as cell_codes
 from .evaluation import EpisodeTracker, Evaluation, evaluate_greedy, history_row
 from .learner import Learner
 from .metrics import HistoryRow, TrainResult, solved_reward
+from .pqn import learn_from_rollout, make_store
 from .progress import Progress
 from .replay import ReplayBuffer, learned_reward, min_episode_steps
 from .result import finish
@@ -78,7 +79,7 @@ class Rollout:
         self.envs = make_envs(config)
         self.params = config.params
         doors = cell_codes.door_count(self.params)
-        self.buffer = ReplayBuffer(
+        self.buffer = make_store(config) if hyper.algorithm == "pqn" else ReplayBuffer(
             hyper.buffer_size,
             run.seed,
             doors,
@@ -86,7 +87,7 @@ class Rollout:
             min_episode_steps=min_episode_steps(self.params),
             n_step=hyper.n_step,
             gamma=hyper.gamma,
-        )
+        )  # fmt: skip
         self.restarts = config.restarts
         self.step_cost = hyper.step_cost
         self.tracker = EpisodeTracker(self.num_envs, run.rolling_episodes)
@@ -220,7 +221,7 @@ def train(
     history: list[HistoryRow] = []
     schedule = EvaluationSchedule(greedy_evaluation(config, start, rollout, losses), history, trial, config, progress)
     timer = PhaseTimer(*LOOP_PHASES)
-    updates = 0
+    updates, pqn = 0, hyper.algorithm == "pqn"
     for iteration in range(config.num_iterations):
         global_step = (iteration + 1) * hyper.num_envs
         epsilon = config.epsilon(global_step)
@@ -229,7 +230,12 @@ def train(
         restart = config.restart_probability(global_step) if rollout.restarts else 0.0
         stored = (actions, next_obs, rewards, terminated, truncated, info, restart)
         finished = timer.timed("replay_buffer", rollout.store, *stored)
-        if global_step > hyper.learning_starts and iteration % hyper.train_frequency == 0:
+        if pqn and rollout.buffer.full:  # PQN learns at each rollout's end (harness/pqn.py)
+            phase = timer.timed("update", learn_from_rollout, learner, rollout.buffer, config, rollout.rng)
+            for loss in phase:
+                losses.add(loss)
+            updates += len(phase)
+        elif not pqn and global_step > hyper.learning_starts and iteration % hyper.train_frequency == 0:
             for _ in range(hyper.gradient_steps):
                 batch = timer.timed("replay_buffer", rollout.buffer.sample, hyper.batch_size)
                 # Bootstrap through truncation: only termination cuts the return (the learners' TD targets).

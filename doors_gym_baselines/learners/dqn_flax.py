@@ -27,7 +27,7 @@ from doors_gym.core import NUM_ACTIONS, DoorsParams
 
 from .. import harness
 from ..api import Arm, StudyFigures, arm_for_env
-from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line, schedules
+from ..config import ALGORITHMS, LAYER_NORM_EPSILON, DQNConfig, first_line, schedules
 from ..harness import Batch, Reporter, save_model
 from ..harness.evaluation import evaluation_episodes
 from ..harness.metrics import TrainResult
@@ -302,6 +302,10 @@ class FlaxPolicy:
         """Greedy actions for a batch of cells."""
         return np.asarray(self._apply(self.params, cells))
 
+    def max_values(self, cells: np.ndarray) -> np.ndarray:
+        """The best action's value of each of a batch of cells (PQN's bootstrap)."""
+        return np.asarray(self._q_values(self.params, cells)).max(axis=1)
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of grid observations."""
         return self.greedy(encode(obs, self.layout))
@@ -350,11 +354,11 @@ class FlaxLearner(FlaxPolicy):
         width = input_width(config.params)
         for size in sorted({hyper.num_envs, evaluation_episodes(config.params)}):
             self.greedy(np.zeros((size, width), dtype=CELLS_DTYPE))
-        size = hyper.batch_size
+        size = config.update_batch_size
         cells = np.zeros((size, width), dtype=CELLS_DTYPE)
         floats = np.zeros(size, dtype=np.float32)
         batch = (cells, np.zeros(size, dtype=np.int64), floats, cells, floats)
-        if hyper.n_step > 1:  # a multi-step batch brings its discounts (as the replay buffer samples it)
+        if hyper.n_step > 1 and hyper.algorithm == "dqn":  # a multi-step batch brings its discounts
             batch = (*batch, floats)
         self._update = self._update.lower(jax.tree.map(jnp.copy, self.state), batch).compile()
         return time.perf_counter() - start
@@ -432,6 +436,7 @@ FLAX_NUMPY = Arm(
     train,
     save_model,
     study=StudyFigures("Flax + Gym (sync envs)", 0.64, 22.8 * 60),
+    algorithms=ALGORITHMS,
 )
 FLAX_JAX = Arm(
     "flax-jax",
@@ -441,6 +446,7 @@ FLAX_JAX = Arm(
     train,
     save_model,
     study=StudyFigures("Flax + Gym + JAX-vectorised env", 0.71, 2.3 * 60),
+    algorithms=ALGORITHMS,
 )
 ARMS = (FLAX_NUMPY, FLAX_JAX)
 """This file's arms: the same learner against the NumPy env and the JAX env."""

@@ -20,7 +20,7 @@ import optax
 from doors_gym.jax import functional as F
 
 from ..api import Arm
-from ..config import DQNConfig, schedules
+from ..config import ALGORITHMS, DQNConfig, schedules
 from ..harness import Reporter
 from ..harness.device_replay import add, cells_of_states, empty_buffer, sample, sample_multi_step
 from ..harness.metrics import TrainResult
@@ -174,7 +174,7 @@ ARM = Arm(
     seeds_in_one_run=True,
     resumable=True,
     steps_pure_functions=True,
-    algorithms=("dqn", "pqn"),
+    algorithms=ALGORITHMS,
 )
 """This file's arm."""
 

@@ -20,7 +20,7 @@ from doors_gym.core import AGENT, GOAL, NUM_ACTIONS, WALL, DoorsParams
 
 from .. import harness
 from ..api import Arm, StudyFigures, arm_for_env
-from ..config import LAYER_NORM_EPSILON, DQNConfig, first_line, schedules
+from ..config import ALGORITHMS, LAYER_NORM_EPSILON, DQNConfig, first_line, schedules
 from ..harness import Batch, Reporter, save_model
 from ..harness.metrics import TrainResult
 from ..runtime import torch_threads
@@ -245,6 +245,11 @@ class TorchLearner:
         with torch.inference_mode():
             return self._greedy(torch.as_tensor(cells, device=self.device)).cpu().numpy()
 
+    def max_values(self, cells: np.ndarray) -> np.ndarray:
+        """The best action's value of each of a batch of cells (PQN's bootstrap)."""
+        with torch.inference_mode():
+            return self.network(torch.as_tensor(cells, device=self.device)).max(dim=1).values.cpu().numpy()
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of grid observations."""
         return self.greedy(encode(obs, self.layout))
@@ -372,8 +377,11 @@ TORCH_NUMPY = Arm(
     train,
     save_model,
     study=StudyFigures("PyTorch + Gym (sync envs)", 0.73, 22.5 * 60),
+    algorithms=ALGORITHMS,
 )
-TORCH_JAX = Arm("torch-jax", "torch", "DoorsJax-v0", "torch x DoorsJax-v0", train, save_model)
+TORCH_JAX = Arm(
+    "torch-jax", "torch", "DoorsJax-v0", "torch x DoorsJax-v0", train, save_model, algorithms=ALGORITHMS
+)
 ARMS = (TORCH_NUMPY, TORCH_JAX)
 """This file's arms: the same learner against the NumPy env and the JAX env."""
 

@@ -42,19 +42,30 @@ def forward_view_returns(rewards, terminated, ended, next_values, gamma: float, 
     return out
 
 
-@pytest.mark.parametrize("lam", [0.0, 0.65, 1.0])
-def test_the_lambda_returns_are_the_lambda_weighted_n_step_returns_to_each_episode_end(lam: float) -> None:
+def jax_lambda_returns(*arrays, gamma, lam):
     import jax.numpy as jnp
 
     from doors_gym_baselines.learners.pqn_scan import lambda_returns
 
+    return np.asarray(lambda_returns(*map(jnp.asarray, arrays), gamma, lam))
+
+
+def host_lambda_returns(*arrays, gamma, lam):
+    from doors_gym_baselines.harness.pqn import lambda_returns
+
+    return lambda_returns(*arrays, gamma, lam)
+
+
+@pytest.mark.parametrize("implementation", [jax_lambda_returns, host_lambda_returns], ids=["jitted", "host"])
+@pytest.mark.parametrize("lam", [0.0, 0.65, 1.0])
+def test_the_lambda_returns_are_the_lambda_weighted_n_step_returns_to_each_episode_end(lam, implementation) -> None:
     rng = np.random.default_rng(7)
     steps, envs, gamma = 9, 5, 0.9
     rewards = rng.normal(size=(steps, envs)).astype(np.float32)
     ended = rng.random((steps, envs)) < 0.2
     terminated = ended & (rng.random((steps, envs)) < 0.5)  # the others ended at the time limit: they bootstrap
     next_values = rng.normal(size=(steps, envs)).astype(np.float32)
-    got = lambda_returns(*map(jnp.asarray, (rewards, terminated, ended, next_values)), gamma, lam)
+    got = implementation(rewards, terminated, ended, next_values, gamma=gamma, lam=lam)
     expected = forward_view_returns(rewards, terminated, ended, next_values, gamma, lam)
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-5)
     if lam == 0.0:  # one-step Q-learning targets
@@ -106,13 +117,48 @@ def test_a_pqn_run_killed_part_way_through_a_rollout_resumes_and_learns_what_the
         np.testing.assert_equal(without_clocks(mine), without_clocks(theirs))
 
 
-@pytest.mark.parametrize("arm", ["torch-numpy", "flax-numpy", "flax-jax"])
-def test_an_arm_without_pqn_refuses_it_naming_the_arm_that_has_it(arm: str) -> None:
+def test_the_compiled_torch_arm_refuses_pqn_naming_the_arms_that_have_it() -> None:
     from doors_gym_baselines.arms import get_arm
 
-    record = get_arm(arm)
-    with pytest.raises(ValueError, match=rf"algorithm='pqn' is not supported by the {arm} arm: expected one of dqn"):
-        record.configure(DQNConfig.of(**{**SMALL, "num_seeds": 1}))
+    needs("torch")
+    message = r"algorithm='pqn' is not supported by the torch-compile arm: expected one of dqn \(pqn trains in every"
+    with pytest.raises(ValueError, match=message):
+        get_arm("torch-compile").configure(DQNConfig.of(**{**SMALL, "num_seeds": 1}))
+
+
+HOST = {**SMALL, "num_seeds": 1, "total_steps": 60_000, "num_envs": 16, "rollout_steps": 16, "minibatches": 4,
+        "hidden_sizes": (64, 64), "learning_rate": 1e-3, "gamma": 0.9, "eval_every": 0,
+        "exploration_fraction": 0.3, "end_epsilon": 0.01}  # fmt: skip
+
+
+@pytest.mark.parametrize(("arm", "framework"), [("torch-numpy", "torch"), ("flax-numpy", "flax")])
+def test_the_host_loop_trains_pqn_and_learns_doors_v0(arm: str, framework: str) -> None:
+    from doors_gym_baselines.arms import get_arm
+
+    needs(framework)
+    config = DQNConfig.of(**HOST)
+    result = get_arm(arm).train(config)
+    assert result.updates == config.num_updates == 60_000 // 16 // 16 * 2 * 4
+    assert len(result.losses) == config.num_updates and np.isfinite(result.losses).all()
+    assert result.evaluation.success_rate > 0.9  # an untrained network reaches the goal from few starts
+
+
+def test_a_host_rollout_keeps_resets_out_and_ends_the_returns_before_them() -> None:
+    from doors_gym_baselines.harness.pqn import RolloutStore
+
+    store = RolloutStore(steps=3, num_envs=2, width=2)
+    cells = np.array([[1, 2], [3, 4]], dtype=np.int16)
+    ones = np.ones(2, dtype=np.float32)
+    store.add(cells, np.array([0, 1]), ones, cells, np.array([True, False]), np.array([0, 1]), np.array([True, False]))
+    store.add(cells[1:], np.array([2]), ones[1:], cells[1:], np.array([False]), np.array([1]), np.array([False]))
+    assert not store.full
+    neither = np.array([False, False])
+    store.add(cells, np.array([3, 4]), ones, cells, neither, np.array([0, 1]), neither)
+    assert store.full
+    np.testing.assert_array_equal(store.real, [[True, True], [False, True], [True, True]])  # env 0 reset at step 1
+    np.testing.assert_array_equal(store.ended, [[True, False], [True, False], [False, False]])
+    np.testing.assert_array_equal(store.actions[:, 1], [1, 2, 4])
+    assert store.rewards[1, 0] == 0.0 and not store.terminated[1, 0]
 
 
 def test_the_lanes_of_a_study_refuse_pqn() -> None:
@@ -130,6 +176,7 @@ def test_the_lanes_of_a_study_refuse_pqn() -> None:
         ({"rollout_steps": 0}, "rollout_steps=0 is out of range: expected an integer >= 1"),
         ({"epochs": 0}, "epochs=0 is out of range: expected an integer >= 1"),
         ({"minibatches": 5}, "minibatches=5 does not divide rollout_steps \\* num_envs = 48"),
+        ({"advantage_learning": 0.5}, "advantage_learning=0.5 with algorithm='pqn': PQN's returns take no"),
     ],
 )
 def test_bad_pqn_settings_name_the_value_and_what_is_allowed(change: dict, message: str) -> None:
