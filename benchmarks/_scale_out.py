@@ -222,16 +222,19 @@ def run_processes(jobs: Sequence[Job], workers: int, grid: Grid) -> Row:
     return Row(workers, PROCESSES, makespan, seconds, figures["driver"], figures["cpu"])
 
 
-def scale_out(grid: Grid, workers: Sequence[int], executors: Sequence[str] = EXECUTORS) -> list[Row]:
+def scale_out(
+    grid: Grid, workers: Sequence[int], executors: Sequence[str] = EXECUTORS, before: Sequence[Row] = ()
+) -> list[Row]:
     """The grid at each worker count, with each executor, one row after another; each row's runs longest first by
-    the mean seconds the rows before measured of them."""
+    the mean seconds the rows before (``before`` first, rows of the same grid measured by an earlier call) measured
+    of them. Returns the new rows."""
     cores = len(os.sched_getaffinity(0))
     if max(workers) > cores:
         raise ValueError(f"workers={max(workers)} is more than the {cores} cores this process may run on")
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="doors-gym-scale-") as folder:
         jobs = grid.jobs(pathlib.Path(folder))
-        seconds = expected(jobs, grid)
+        seconds = measured(before) if before else expected(jobs, grid)
         for count in workers:
             for executor in executors:
                 order = longest_first(jobs, seconds)
@@ -243,8 +246,24 @@ def scale_out(grid: Grid, workers: Sequence[int], executors: Sequence[str] = EXE
                 runs = ", ".join(f"{label} {value:.1f}" for label, value in row.run_seconds.items())
                 print(f"  makespan {row.makespan:.1f} s, floor {row.floor:.1f} s, CPU {row.cpu_seconds:.0f} s; "
                       f"runs' own seconds: {runs}", flush=True)  # fmt: skip
-                seconds = measured(rows)
+                seconds = measured([*before, *rows])
     return rows
+
+
+def save_rows(path: pathlib.Path, grid: Grid, rows: Sequence[Row]) -> None:
+    """``rows`` and the grid they trained as JSON, for a later call's ``load_rows`` (rows measured apart, each on
+    cores of its own, put into one table)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"grid": dataclasses.asdict(grid), "rows": [dataclasses.asdict(row) for row in rows]}))
+
+
+def load_rows(path: pathlib.Path, grid: Grid) -> list[Row]:
+    """The rows ``save_rows`` wrote to ``path``; a clear error when they trained another grid than ``grid``."""
+    saved = json.loads(path.read_text())
+    theirs = {**saved["grid"], "arms": tuple(saved["grid"]["arms"])}
+    if theirs != dataclasses.asdict(grid) | {"arms": grid.arms}:
+        raise ValueError(f"{path} holds rows of another grid ({theirs}); this call's is {dataclasses.asdict(grid)}")
+    return [Row(**row) for row in saved["rows"]]
 
 
 def measured(rows: Sequence[Row]) -> dict[str, float]:

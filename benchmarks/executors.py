@@ -144,14 +144,20 @@ def fault_probes(out: pathlib.Path, workers: int, local: float) -> list[str]:
 
 def scale_main(args: argparse.Namespace) -> None:
     """The scale-out table (``--scale``): the grid at each worker count under each executor, written as Markdown."""
-    from _scale_out import EXECUTORS, HEADERS, Grid, scale_out, table_rows
+    from _scale_out import EXECUTORS, HEADERS, Grid, load_rows, save_rows, scale_out, table_rows
     from _timing import machine_line, write_report
 
     os.environ["JAX_PLATFORMS"] = "cpu"  # the workers inherit it: the scale-out is the CPU's, on a GPU host too
     grid = Grid(tuple(args.grid_arms), args.grid_level, args.grid_seeds, args.grid_steps, args.grid_preset)
     if args.smoke:
         grid = dataclasses.replace(grid, seeds=1, total_steps=50_000)
-    rows = scale_out(grid, args.scale, args.executors or EXECUTORS)
+    before = [row for path in args.with_rows for row in load_rows(pathlib.Path(path), grid)]
+    executors = args.executors or EXECUTORS
+    rows = scale_out(grid, args.scale, executors, before)
+    if args.save_rows:
+        save_rows(pathlib.Path(args.save_rows), grid, rows)
+    order = {name: index for index, name in enumerate(EXECUTORS)}
+    rows = sorted([*before, *rows], key=lambda row: (row.workers, order[row.executor]))
     single = [row for row in rows if row.workers == 1]
     total = f"; the runs' own seconds total {sum(single[0].run_seconds.values()):.0f} at 1 worker" if single else ""
     smoke = "**Smoke grid: it checks the script end to end; its figures are not the measurement.** "
@@ -199,6 +205,10 @@ def main() -> None:
     scale.add_argument("--grid-preset", default=grid.preset, help="hyperparameters of every run (default: %(default)s)")
     scale.add_argument("--smoke", action="store_true",
                        help="one seed of 50k env steps per arm: checks the script, measures nothing")
+    scale.add_argument("--save-rows", metavar="JSON", help="also write this call's rows here (for --with-rows)")
+    scale.add_argument("--with-rows", nargs="+", default=[], metavar="JSON",
+                       help="rows of the same grid measured by earlier calls (--save-rows), put into this call's "
+                       "table: rows measured apart, each on cores of its own")
     scale.add_argument("--table", help="the Markdown file (default: benchmarks/results/executors/"
                                        "scale_out_<cores>cores.md; --smoke: <out>/scale_out_smoke.md)")
     args = parser.parse_args()

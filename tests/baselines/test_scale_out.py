@@ -54,6 +54,16 @@ def test_measured_means_each_runs_seconds_over_the_rows():
     assert scale.measured(rows) == {"a": 11.0, "b": 4.0}
 
 
+def test_rows_saved_by_one_call_come_back_for_the_same_grid_only(tmp_path):
+    grid = scale.Grid(arms=("flax-scan", "flax-numpy"), seeds=8, total_steps=200_000)
+    rows = [row(1, "dask", 387.2, {"a": 36.8, "b": 25.6}, driver=2.5), row(4, "dask", 125.3, {"a": 42.7})]
+    path = tmp_path / "legs" / "dask.json"
+    scale.save_rows(path, grid, rows)
+    assert scale.load_rows(path, grid) == rows
+    with pytest.raises(ValueError, match="another grid"):
+        scale.load_rows(path, scale.Grid(arms=("flax-scan", "flax-numpy"), seeds=8, total_steps=100_000))
+
+
 def test_the_grid_is_a_fixed_budget_started_longest_first(tmp_path):
     grid = scale.Grid(arms=("flax-scan", "flax-numpy"), seeds=2, total_steps=20_000)
     jobs = grid.jobs(tmp_path)
