@@ -10,6 +10,7 @@ also the fully jitted arm's (``dqn_flax_scan.py``) and its lanes' (:class:`Knobs
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import time
@@ -428,25 +429,9 @@ def load_model(path: str) -> tuple[str, FlaxPolicy, DQNConfig]:
     return payload["arm"], FlaxPolicy(network, params, config.params), config
 
 
-FLAX_NUMPY = Arm(
-    "flax-numpy",
-    "flax",
-    "Doors-v0",
-    "Flax x Doors-v0 (NumPy)",
-    train,
-    save_model,
-    study=StudyFigures("Flax + Gym (sync envs)", 0.64, 22.8 * 60),
-    algorithms=ALGORITHMS,
-)
-FLAX_JAX = Arm(
-    "flax-jax",
-    "flax",
-    "DoorsJax-v0",
-    "Flax x DoorsJax-v0",
-    train,
-    save_model,
-    study=StudyFigures("Flax + Gym + JAX-vectorised env", 0.71, 2.3 * 60),
-    algorithms=ALGORITHMS,
-)
+FLAX_NUMPY = Arm("flax-numpy", "flax", "Doors-v0", "Flax x Doors-v0 (NumPy)", train, save_model,
+                 algorithms=ALGORITHMS, study=StudyFigures("Flax + Gym (sync envs)", 0.64, 22.8 * 60))  # fmt: skip
+FLAX_JAX = dataclasses.replace(FLAX_NUMPY, name="flax-jax", env_id="DoorsJax-v0", label="Flax x DoorsJax-v0",
+                               study=StudyFigures("Flax + Gym + JAX-vectorised env", 0.71, 2.3 * 60))  # fmt: skip
 ARMS = (FLAX_NUMPY, FLAX_JAX)
 """This file's arms: the same learner against the NumPy env and the JAX env."""

@@ -10,6 +10,7 @@ learner with its step and policy compiled.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -369,19 +370,10 @@ def load_model(path: str, device: str = "cpu") -> tuple[str, TorchLearner, DQNCo
     return saved["arm"], learner, config
 
 
-TORCH_NUMPY = Arm(
-    "torch-numpy",
-    "torch",
-    "Doors-v0",
-    "torch x Doors-v0 (NumPy)",
-    train,
-    save_model,
-    study=StudyFigures("PyTorch + Gym (sync envs)", 0.73, 22.5 * 60),
-    algorithms=ALGORITHMS,
-)
-TORCH_JAX = Arm(
-    "torch-jax", "torch", "DoorsJax-v0", "torch x DoorsJax-v0", train, save_model, algorithms=ALGORITHMS
-)
+TORCH_NUMPY = Arm("torch-numpy", "torch", "Doors-v0", "torch x Doors-v0 (NumPy)", train, save_model,
+                  algorithms=ALGORITHMS, study=StudyFigures("PyTorch + Gym (sync envs)", 0.73, 22.5 * 60))
+TORCH_JAX = dataclasses.replace(TORCH_NUMPY, name="torch-jax", env_id="DoorsJax-v0", label="torch x DoorsJax-v0",
+                                study=None)  # fmt: skip
 ARMS = (TORCH_NUMPY, TORCH_JAX)
 """This file's arms: the same learner against the NumPy env and the JAX env."""
 
