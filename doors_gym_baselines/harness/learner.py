@@ -39,8 +39,11 @@ class Learner(Protocol):
         """Greedy actions ``(batch,)`` for grid observations ``(batch, H * W)`` (a model's public policy)."""
 
     def update(self, batch: Batch) -> Any:
-        """One gradient step on a replay batch (or a PQN minibatch: returns for rewards, ``terminated`` set), and the
-        target network's update when one is due; returns the loss."""
+        """One gradient step on a replay batch, and the target network's update when one is due; returns the loss."""
+
+    def regress(self, batch: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Any:
+        """PQN's gradient step (``algorithm: pqn``): ``Q(s, a)`` regressed on the returns of a minibatch ``(cells,
+        actions, returns)``, no target network; returns the loss."""
 
     def read_losses(self, losses: list[Any]) -> np.ndarray:
         """The values of losses :meth:`update` returned, float64 (waits for them)."""

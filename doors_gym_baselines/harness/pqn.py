@@ -5,11 +5,11 @@ transition: :class:`RolloutStore` keeps a rollout's ``rollout_steps`` vector ste
 transitions, and a reset ends the return before it as the episode's end does. At the rollout's end
 :func:`learn_from_rollout` computes the returns backward (:func:`lambda_returns`, Peng's Q(lambda), bootstrapped with
 the values the acting network gives each next state) and makes ``epochs`` passes of ``minibatches`` minibatches over
-the real transitions through the learner's own TD update, with the return in place of the one-step target (its
-bootstrap cut: ``terminated`` set, so the update regresses ``Q(s, a)`` on the return and its target network plays no
-part). A pass over fewer real transitions than ``rollout_steps * num_envs`` (the resets) fills its last minibatches
-with transitions drawn again, so every phase makes the same updates of the same size, as the fully jitted arm's does
-(:mod:`~doors_gym_baselines.learners.pqn_scan`, whose envs autoreset in the same step and have no resets to skip).
+the real transitions, each a step of the learner's :meth:`~.learner.Learner.regress` (``Q(s, a)`` regressed on the
+return; no target network). A pass over fewer real transitions than ``rollout_steps * num_envs`` (the resets) fills
+its last minibatches with transitions drawn again, so every phase makes the same updates of the same size, as the
+fully jitted arm's does (:mod:`~doors_gym_baselines.learners.pqn_scan`, whose envs autoreset in the same step and have
+no resets to skip).
 """
 
 from __future__ import annotations
@@ -95,12 +95,11 @@ def learn_from_rollout(learner: Learner, store: RolloutStore, config: DQNConfig,
     returns = lambda_returns(store.rewards, store.terminated, store.ended, next_values, hyper.gamma, hyper.td_lambda)
     cells, actions = store.cells.reshape(samples, -1), store.actions.reshape(samples)
     real, size = np.flatnonzero(store.real.reshape(samples)), samples // hyper.minibatches
-    flat_returns, cut = returns.reshape(samples), np.ones(size, dtype=np.float32)
-    losses = []
+    flat_returns, losses = returns.reshape(samples), []
     for _ in range(hyper.epochs):
         order = rng.permutation(real)
         order = np.concatenate([order, rng.choice(real, samples - len(real))]) if len(real) < samples else order
         for batch in order.reshape(hyper.minibatches, size):
-            losses.append(learner.update((cells[batch], actions[batch], flat_returns[batch], cells[batch], cut)))
+            losses.append(learner.regress((cells[batch], actions[batch], flat_returns[batch])))
     store.filled = 0
     return losses

@@ -268,6 +268,28 @@ def make_learning_step(
     return step
 
 
+def make_regression_step(
+    network: QNetwork, config: DQNConfig
+) -> Callable[[LearnerState, tuple, Knobs], tuple[LearnerState, jax.Array]]:
+    """PQN's pure learning step, ``(state, (cells, actions, returns), knobs) -> (state, loss)``: ``Q(s, a)``
+    regressed on the returns (the hyperparameter ``loss``), the gradient clipped, through the optimizer at the
+    scheduled rate, as :func:`make_learning_step`'s, with no target network: ``target_params`` is left as it is.
+    The Flax host loop jits it (:meth:`FlaxLearner.regress`), the fully jitted arm's PQN scans it."""
+    optimizer, loss = make_optimizer(config), config.hyperparameters.loss
+
+    def loss_function(params: Any, batch: tuple[jax.Array, ...]) -> jax.Array:
+        cells, actions, returns = batch
+        values = jnp.take_along_axis(network.apply(params, cells), actions[:, None], axis=1).squeeze(1)
+        return td_loss(values, returns, loss)
+
+    def step(state: LearnerState, batch: tuple, knobs: Knobs) -> tuple[LearnerState, jax.Array]:
+        value, grads = jax.value_and_grad(loss_function)(state.params, batch)
+        params, opt_state = optimizer_step(optimizer, state.params, state.opt_state, state.updates, grads, knobs)
+        return state._replace(params=params, opt_state=opt_state, updates=state.updates + 1), value
+
+    return step
+
+
 def init_params(network: QNetwork, key: jax.Array) -> Any:
     """Fresh network parameters."""
     return network.init(key, jnp.zeros((1, 2 + len(network.door_offsets)), dtype=jnp.int16))
@@ -342,7 +364,11 @@ class FlaxLearner(FlaxPolicy):
         optimizer = make_optimizer(config)
         target = jax.tree.map(jnp.copy, params)  # its own buffers: the step donates both
         self.state = LearnerState(params, target, optimizer.init(params), jnp.int32(0))
-        step, knobs = make_learning_step(network, config), Knobs.of(config)
+        knobs = Knobs.of(config)
+        if config.hyperparameters.algorithm == "pqn":  # PQN's minibatches regress on returns (see regress)
+            step = make_regression_step(network, config)
+        else:
+            step = make_learning_step(network, config)
         self._update = jax.jit(lambda state, batch: step(state, batch, knobs), donate_argnums=0)
         super().__init__(network, params, config.params)
         self.facts = {"jax_version": jax.__version__, "jax_devices": str(jax.devices())}
@@ -359,19 +385,27 @@ class FlaxLearner(FlaxPolicy):
         cells = np.zeros((size, width), dtype=CELLS_DTYPE)
         floats = np.zeros(size, dtype=np.float32)
         batch = (cells, np.zeros(size, dtype=np.int64), floats, cells, floats)
-        if hyper.n_step > 1 and hyper.algorithm == "dqn":  # a multi-step batch brings its discounts
+        if hyper.algorithm == "pqn":  # a minibatch of returns
+            batch = batch[:3]
+        elif hyper.n_step > 1:  # a multi-step batch brings its discounts
             batch = (*batch, floats)
         self._update = self._update.lower(jax.tree.map(jnp.copy, self.state), batch).compile()
         return time.perf_counter() - start
 
     def update(self, batch: Batch) -> jax.Array:
-        """One gradient step and the target's update when one is due; returns the loss, not waited for.
+        """One gradient step and the target's update when one is due (a PQN learner's step is :meth:`regress`'s,
+        compiled in its place); returns the loss, not waited for.
 
         Bootstraps through truncation (only termination cuts the return).
         """
         self.state, loss = self._update(self.state, batch)
         self.params = self.state.params
         return loss
+
+    def regress(self, batch: Batch) -> jax.Array:
+        """One gradient step of ``Q(s, a)`` on the returns of a PQN minibatch ``(cells, actions, returns)``
+        (:func:`make_regression_step`: no target network); returns the loss, not waited for."""
+        return self.update(batch)
 
     def read_losses(self, losses: list[jax.Array]) -> np.ndarray:
         """The values of :meth:`update`'s losses (one copy to the host for all of them)."""

@@ -39,7 +39,16 @@ from .dqn_flax import (
 from .dqn_flax import load_model as load_model
 from .pqn_scan import make_train as make_pqn_train
 from .scan_driver import ScanModel, save_model, train_seeds
-from .scan_parts import CHUNKS, Runner, ScanTrain, distance, keep_frozen, make_env_step, new_episodes, track
+from .scan_parts import (
+    Runner,
+    ScanTrain,
+    distance,
+    iterations_per_chunk,
+    keep_frozen,
+    make_env_step,
+    new_episodes,
+    track,
+)
 
 
 def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
@@ -53,7 +62,7 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
     network = make_network(config)
     optimizer = make_optimizer(config)
     init = make_init(config, network, optimizer)
-    iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
+    per_chunk = iterations_per_chunk(config)
     env_step = make_env_step(config)
     # Only seeds trained together can stop apart; a lone seed's program is left exactly as it was.
     keep = keep_frozen if config.run.num_seeds > 1 or lanes else lambda frozen, old, new: new
@@ -89,12 +98,12 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
         return runner, {"loss": loss, "learned": learn_now, "epsilon": epsilon}
 
     def run_chunk(runner: Runner, first_iteration: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
-        return jax.lax.scan(_update_step, runner, first_iteration + jnp.arange(iterations_per_chunk))
+        return jax.lax.scan(_update_step, runner, first_iteration + jnp.arange(per_chunk))
 
     def train(key: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         return jax.lax.scan(_update_step, init(key), jnp.arange(config.num_iterations))
 
-    return ScanTrain(train, init, run_chunk, network, iterations_per_chunk)
+    return ScanTrain(train, init, run_chunk, network, per_chunk)
 
 
 def make_learn(config: DQNConfig, learning_step: Callable, keep: Callable, knobs_of: Callable) -> Callable:

@@ -274,6 +274,18 @@ class TorchLearner:
             self.sync_target()
         return loss
 
+    def regress(self, batch: Batch) -> torch.Tensor:
+        """One gradient step of ``Q(s, a)`` on the returns of a PQN minibatch ``(cells, actions, returns)``, at the
+        scheduled rate (no target network, no target update); returns the loss, not waited for."""
+        self.optimizer.zero_grad()
+        cells, actions, returns = (torch.as_tensor(array, device=self.device) for array in batch)
+        values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
+        loss = self.descend(self.loss_function(values, returns))
+        if self.scheduler is not None:
+            self.scheduler.step()
+        self.updates += 1
+        return loss
+
     def read_losses(self, losses: list[torch.Tensor]) -> np.ndarray:
         """The values of :meth:`update`'s losses (one copy to the host for all of them)."""
         return torch.stack(losses).double().cpu().numpy()
@@ -315,7 +327,10 @@ class TorchLearner:
         with torch.no_grad():
             targets = self.td_targets(cells, actions, *batch)
         values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
-        loss = self.loss_function(values, targets)
+        return self.descend(self.loss_function(values, targets))
+
+    def descend(self, loss: torch.Tensor) -> torch.Tensor:
+        """``loss``'s gradient, clipped to ``max_grad_norm``, and the optimizer's step; returns the loss, detached."""
         loss.backward()
         if self.max_grad_norm > 0:
             nn.utils.clip_grad_norm_(self.network.parameters(), self.max_grad_norm, foreach=True)

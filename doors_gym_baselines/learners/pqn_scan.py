@@ -33,10 +33,18 @@ from .dqn_flax import (
     init_params,
     make_network,
     make_optimizer,
-    optimizer_step,
-    td_loss,
+    make_regression_step,
 )
-from .scan_parts import CHUNKS, Runner, ScanTrain, distance, keep_frozen, make_env_step, new_episodes, track
+from .scan_parts import (
+    Runner,
+    ScanTrain,
+    distance,
+    iterations_per_chunk,
+    keep_frozen,
+    make_env_step,
+    new_episodes,
+    track,
+)
 
 
 class Rollout(NamedTuple):
@@ -86,7 +94,7 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
     network, optimizer, knobs = make_network(config), make_optimizer(config), Knobs.of(config)
     env_step = make_env_step(config)
     keep = keep_frozen if config.run.num_seeds > 1 else lambda frozen, old, new: new
-    learn = make_learn(network, config, optimizer, knobs)
+    learn = make_learn(network, config, knobs)
 
     def _update_step(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, learn_key = jax.random.split(runner.key, 5)
@@ -113,15 +121,15 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
         return runner, {"loss": loss, "learned": learn_now, "epsilon": epsilon}
 
     init = make_init(config, network, optimizer)
-    iterations_per_chunk = max(1, -(-config.num_iterations // CHUNKS))
+    per_chunk = iterations_per_chunk(config)
 
     def run_chunk(runner: Runner, first_iteration: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
-        return jax.lax.scan(_update_step, runner, first_iteration + jnp.arange(iterations_per_chunk))
+        return jax.lax.scan(_update_step, runner, first_iteration + jnp.arange(per_chunk))
 
     def train(key: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         return jax.lax.scan(_update_step, init(key), jnp.arange(config.num_iterations))
 
-    return ScanTrain(train, init, run_chunk, network, iterations_per_chunk)
+    return ScanTrain(train, init, run_chunk, network, per_chunk)
 
 
 def make_init(config: DQNConfig, network: QNetwork, optimizer: Any) -> Callable[[jax.Array], Runner]:
@@ -149,23 +157,17 @@ def make_init(config: DQNConfig, network: QNetwork, optimizer: Any) -> Callable[
     return init
 
 
-def make_learn(network: QNetwork, config: DQNConfig, optimizer: Any, knobs: Knobs) -> Callable:
+def make_learn(network: QNetwork, config: DQNConfig, knobs: Knobs) -> Callable:
     """``learn(runner, key) -> (runner, loss)``: the learning phase at a rollout's end: its Q(lambda) returns, then
-    ``epochs`` passes over its transitions in ``minibatches`` shuffled minibatches, an optimizer step each (the
-    loss: their mean); a frozen seed keeps its learner."""
+    ``epochs`` passes over its transitions in ``minibatches`` shuffled minibatches, a step of
+    :func:`~.dqn_flax.make_regression_step` each (the loss: their mean); a frozen seed keeps its learner."""
     hyper = config.hyperparameters
     samples = hyper.rollout_steps * hyper.num_envs
     size = samples // hyper.minibatches
-
-    def loss_function(params: Any, batch: tuple[jax.Array, ...]) -> jax.Array:
-        cells, actions, targets = batch
-        values = jnp.take_along_axis(network.apply(params, cells), actions[:, None], axis=1).squeeze(1)
-        return td_loss(values, targets, hyper.loss)
+    step = make_regression_step(network, config)
 
     def one_update(state: LearnerState, batch: tuple[jax.Array, ...]) -> tuple[LearnerState, jax.Array]:
-        loss, grads = jax.value_and_grad(loss_function)(state.params, batch)
-        params, opt_state = optimizer_step(optimizer, state.params, state.opt_state, state.updates, grads, knobs)
-        return LearnerState(params, None, opt_state, state.updates + 1), loss
+        return step(state, batch, knobs)
 
     def learn(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
         rollout = runner.buffer

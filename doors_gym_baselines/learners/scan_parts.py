@@ -18,7 +18,18 @@ from ..harness.device_replay import Buffer
 from .dqn_flax import Knobs, LearnerState, QNetwork
 
 CHUNKS = 20
-"""Segments per run: the host shows progress, evaluates and prunes between them."""
+"""Segments per run, the fewest (:func:`iterations_per_chunk`): the host shows progress, evaluates and prunes between
+them."""
+
+
+def iterations_per_chunk(config: DQNConfig) -> int:
+    """The iterations (vector steps) of one segment: a :data:`CHUNKS`-th of the run's, or, where ``eval_every`` asks
+    for evaluations more often, the fewest that reach ``eval_every`` env steps, so that an evaluation falls due at
+    every segment's end, as the host loop's fall due at the first vector step that reaches them."""
+    per_chunk = -(-config.num_iterations // CHUNKS)
+    if config.run.eval_every:
+        per_chunk = min(per_chunk, -(-config.run.eval_every // config.hyperparameters.num_envs))
+    return max(1, per_chunk)
 
 
 class Episodes(NamedTuple):

@@ -173,6 +173,22 @@ def test_flax_scan_train_of_a_key_is_the_run_its_segments_make(load_arm):
     assert int(whole_runner.learner.updates) == int(runner.learner.updates) == learned.sum()
 
 
+@pytest.mark.parametrize("algorithm", ["dqn", "pqn"])
+def test_flax_scan_evaluates_every_eval_every_env_steps(algorithm, load_arm):
+    """Where ``eval_every`` is shorter than a twentieth of the budget, the jitted arm's segments end at it, so it
+    evaluates as often as the host loop: at the first vector step that reaches each multiple of ``eval_every``."""
+    dqn_flax_scan = load_arm("flax-scan")
+    config = DQNConfig.of(
+        total_steps=4_000, num_envs=8, learning_starts=400, batch_size=16, buffer_size=800, hidden_sizes=(16,),
+        eval_every=120, quiet=True, profile=False, stop_when_solved=False, algorithm=algorithm, rollout_steps=5,
+        minibatches=2, layer_norm=algorithm == "pqn",
+    )  # fmt: skip
+    assert config.num_iterations // 20 * 8 > config.run.eval_every  # a twentieth would evaluate less often
+    assert dqn_flax_scan.make_train(config).iterations_per_chunk == 15
+    result = dqn_flax_scan.train(config)
+    assert [row.step for row in result.history] == [*range(120, 4_000, 120), 4_000]
+
+
 def test_cli_train_saves_the_model_and_prints_the_summary(tmp_path, capsys, load_arm):
     dqn_flax = load_arm("flax")
     model_path = tmp_path / "m.msgpack"

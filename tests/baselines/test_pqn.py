@@ -143,6 +143,57 @@ def test_the_host_loop_trains_pqn_and_learns_doors_v0(arm: str, framework: str) 
     assert result.evaluation.success_rate > 0.9  # an untrained network reaches the goal from few starts
 
 
+def pqn_minibatches(config: DQNConfig, count: int) -> list[tuple[np.ndarray, ...]]:
+    """``count`` minibatches ``(cells, actions, returns)`` of ``config``'s size on ``Doors-v0``, drawn from seed 0."""
+    rng, size = np.random.default_rng(0), config.update_batch_size
+    cells = lambda: np.stack([rng.integers(0, 225, size), rng.integers(0, 225, size)], axis=1).astype(np.int16)  # noqa: E731
+    return [(cells(), rng.integers(0, 5, size), rng.normal(size=size).astype(np.float32)) for _ in range(count)]
+
+
+def test_the_torch_learners_regression_on_returns_is_its_td_update_with_the_bootstrap_cut() -> None:
+    """``regress`` leaves out the target network (its forward, its updates) that the TD update with ``terminated``
+    set multiplies by zero, and takes the same steps: the same losses and parameters, bit for bit."""
+    torch = needs("torch")
+    from doors_gym_baselines.learners.dqn_torch import TorchLearner
+
+    config = DQNConfig.of(**{**HOST, "target_update": 2, "max_grad_norm": 0.5})
+    td, regression = TorchLearner(config), TorchLearner(config)
+    for cells, actions, returns in pqn_minibatches(config, 6):
+        cut = np.ones(len(cells), dtype=np.float32)
+        want = td.update((cells, actions, returns, cells, cut))
+        assert regression.regress((cells, actions, returns)).item() == want.item()
+    assert regression.updates == td.updates == 6
+    for mine, theirs in zip(regression.network.parameters(), td.network.parameters(), strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+
+
+def test_the_flax_regression_step_is_the_td_step_with_the_bootstrap_cut() -> None:
+    """The pure step PQN takes in the Flax host loop and the jitted arm against the TD step with ``terminated`` set:
+    the same losses and parameters, bit for bit; the regression leaves the target parameters as they were."""
+    import jax
+    import jax.numpy as jnp
+
+    from doors_gym_baselines.learners import dqn_flax
+
+    config = DQNConfig.of(**{**HOST, "target_update": 2, "max_grad_norm": 0.5})
+    network, knobs = dqn_flax.make_network(config), dqn_flax.Knobs.of(config)
+    params = dqn_flax.init_params(network, jax.random.key(0))
+    start = dqn_flax.LearnerState(params, params, dqn_flax.make_optimizer(config).init(params), jnp.int32(0))
+    td_step = jax.jit(lambda state, batch: dqn_flax.make_learning_step(network, config)(state, batch, knobs))
+    regression_step = jax.jit(lambda state, batch: dqn_flax.make_regression_step(network, config)(state, batch, knobs))
+    td = regression = start
+    for cells, actions, returns in pqn_minibatches(config, 6):
+        cut = np.ones(len(cells), dtype=np.float32)
+        td, want = td_step(td, (cells, actions, returns, cells, cut))
+        regression, loss = regression_step(regression, (cells, actions, returns))
+        assert float(loss) == float(want)
+    assert int(regression.updates) == 6
+    for mine, theirs in zip(jax.tree.leaves(regression.params), jax.tree.leaves(td.params), strict=True):
+        np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+    for mine, theirs in zip(jax.tree.leaves(regression.target_params), jax.tree.leaves(params), strict=True):
+        np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+
+
 def test_a_host_rollout_keeps_resets_out_and_ends_the_returns_before_them() -> None:
     from doors_gym_baselines.harness.pqn import RolloutStore
 
