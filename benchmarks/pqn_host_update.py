@@ -58,7 +58,8 @@ def flax_routes(config, cells: np.ndarray, actions: np.ndarray) -> dict[str, Cal
         ("regress", dqn_flax.make_regression_step(network, config), returns_batch),
     ):
         opt_state = dqn_flax.make_optimizer(config).init(params)
-        state = [dqn_flax.LearnerState(jax.tree.map(jnp.copy, params), params, opt_state, jnp.int32(0))]
+        copy = lambda tree: jax.tree.map(jnp.copy, tree)  # noqa: E731 (each route's own buffers: the step donates)
+        state = [dqn_flax.LearnerState(copy(params), copy(params), opt_state, jnp.int32(0))]
         jitted = jax.jit(lambda state, batch, step=step: step(state, batch, knobs), donate_argnums=0)
 
         def run(jitted=jitted, batch=batch, state=state) -> object:
