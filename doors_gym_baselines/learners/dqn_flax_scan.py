@@ -39,16 +39,8 @@ from .dqn_flax import (
 from .dqn_flax import load_model as load_model
 from .pqn_scan import make_train as make_pqn_train
 from .scan_driver import ScanModel, save_model, train_seeds
-from .scan_parts import (
-    Runner,
-    ScanTrain,
-    distance,
-    iterations_per_chunk,
-    keep_frozen,
-    make_env_step,
-    new_episodes,
-    track,
-)
+from .scan_parts import Runner, ScanTrain, distance, keep_frozen, make_env_step, new_episodes, track
+from .scan_parts import iterations_per_chunk
 
 
 def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:

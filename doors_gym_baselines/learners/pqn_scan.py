@@ -35,16 +35,8 @@ from .dqn_flax import (
     make_optimizer,
     make_regression_step,
 )
-from .scan_parts import (
-    Runner,
-    ScanTrain,
-    distance,
-    iterations_per_chunk,
-    keep_frozen,
-    make_env_step,
-    new_episodes,
-    track,
-)
+from .scan_parts import Runner, ScanTrain, distance, keep_frozen, make_env_step, new_episodes, track
+from .scan_parts import iterations_per_chunk
 
 
 class Rollout(NamedTuple):
