@@ -169,7 +169,8 @@ def test_the_torch_learners_regression_on_returns_is_its_td_update_with_the_boot
 
 def test_the_flax_regression_step_is_the_td_step_with_the_bootstrap_cut() -> None:
     """The pure step PQN takes in the Flax host loop and the jitted arm against the TD step with ``terminated`` set:
-    the same losses and parameters, bit for bit; the regression leaves the target parameters as they were."""
+    the same losses and parameters (to float tolerance: two XLA programs, which another CPU may fuse apart); the
+    regression leaves the target parameters as they were."""
     import jax
     import jax.numpy as jnp
 
@@ -186,10 +187,10 @@ def test_the_flax_regression_step_is_the_td_step_with_the_bootstrap_cut() -> Non
         cut = np.ones(len(cells), dtype=np.float32)
         td, want = td_step(td, (cells, actions, returns, cells, cut))
         regression, loss = regression_step(regression, (cells, actions, returns))
-        assert float(loss) == float(want)
+        assert float(loss) == pytest.approx(float(want), rel=1e-6)
     assert int(regression.updates) == 6
     for mine, theirs in zip(jax.tree.leaves(regression.params), jax.tree.leaves(td.params), strict=True):
-        np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=1e-5, atol=1e-7)
     for mine, theirs in zip(jax.tree.leaves(regression.target_params), jax.tree.leaves(params), strict=True):
         np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
 
