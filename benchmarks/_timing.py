@@ -44,6 +44,16 @@ def time_rounds(step: Callable[[int], None], min_seconds: float, min_rounds: int
     return statistics.median(durations), len(durations)
 
 
+def medians_in_turn(timers: dict[str, Callable[..., float]], rounds: int, *args: object) -> dict[str, float]:
+    """Each timer's median over ``rounds`` rounds, the timers called in turn within a round (``timer(*args)``), so
+    load from elsewhere falls on every one alike."""
+    times: dict[str, list[float]] = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            times[name].append(timer(*args))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def machine_line() -> str:
     """A one-line description of where the figures were measured."""
     import os

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The ladder's two largest levels on one GPU (issue "The hard rungs in minutes", item 8), one command within 9.5
-# minutes: the fully jitted arm with its own presets at 31x31 and 63x63 (`--preset tuned`, PQN, 128 envs a seed;
-# hyperparams/<level>/flax-scan.yml), seeds 110-112 (the CPU rows' unseen seeds) in one program; and torch over the
-# NumPy env with `device=cuda` on the 31x31 preset (PQN in the host loop). Each
+# minutes: the fully jitted arm with the level presets at 31x31 and 63x63 (`--preset tuned`, which falls back to them:
+# PQN, 128 envs a seed; hyperparams/level-<level>.yml), seeds 110-112 (the CPU rows' unseen seeds) in one program; and
+# torch over the NumPy env with `device=cuda` on the 31x31 preset (PQN in the host loop). Each
 # row stops when every seed is solved through the preset's hold-out window (as compare does), at its env-step
 # budget, or at its wall limit, whichever comes first, and its curve is kept as it comes (OUT/NAME.txt,
 # OUT/NAME.jsonl). Then one table of them all (benchmarks/trial_table.py): level, arm, seeds solved, env steps and
@@ -30,12 +30,11 @@ seed="${SEED:-110}"
 trial=(--arm flax-scan --preset tuned --seed "$seed" --seeds "$seeds")
 device=cuda
 # Budgets: each preset's own (31x31: 12M env steps a seed, an evaluation every 600k; 63x63: 48M, every 1M); the
-# torch row the 31x31 preset's file (a host-loop arm has no preset of its own at the level), as far as its wall
-# limit allows. On one CPU core the 31x31 preset solves from 6.6-9.6M env steps and the 63x63 preset from 31-43M
-# (benchmarks/results/ladder/rerun/pqn/).
+# torch row the 31x31 level preset, as far as its wall limit allows. On one CPU core the 31x31 preset solves from
+# 6.6-9.6M env steps and the 63x63 preset from 31-43M (benchmarks/results/ladder/rerun/pqn/).
 b31=(--steps 12000000 --eval-every 600000)
 b63=(--steps 48000000 --eval-every 1000000)
-btorch=(--preset doors_gym_baselines/hyperparams/31x31/flax-scan.yml --steps 12000000 --eval-every 600000)
+btorch=(--preset shared --steps 12000000 --eval-every 600000)
 # Wall limits in seconds (they sum to 550 s; start-up and compile are inside them), from the H200's rates with these
 # presets (benchmarks/results/gpu/H200/pqn/): three seeds' first evaluation at 37 s (31x31) and 52 s (63x63), then
 # 440k and 385k env steps/s; 31x31 reached 7.2M env steps a seed in 83 s, so 10M and its hold-out fit in 120 s; the
@@ -43,7 +42,7 @@ btorch=(--preset doors_gym_baselines/hyperparams/31x31/flax-scan.yml --steps 120
 w31=120 w63=400 wtorch=30
 if [ -n "${SMOKE:-}" ]; then
     b31=(--steps 40000 --eval-every 20000) b63=("${b31[@]}")
-    btorch=(--preset doors_gym_baselines/hyperparams/31x31/flax-scan.yml "${b31[@]}")
+    btorch=(--preset shared "${b31[@]}")
     w31="${SMOKE_WALL:-300}" device=cpu
     w63=$w31 wtorch=$w31
 fi

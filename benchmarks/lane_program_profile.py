@@ -79,14 +79,14 @@ def time_drawing(k: int, folder: pathlib.Path, study_name: str) -> None:
     from doors_gym_baselines.arms import get_arm
     from doors_gym_baselines.config import make_config
     from doors_gym_baselines.tuning import lanes, study as study_module
-    from doors_gym_baselines.tuning.space import space_of, suggest_hyperparameters
+    from doors_gym_baselines.tuning.space import algorithm_of, space_of, suggest_hyperparameters
 
     shutil.copy(folder / "o.db", folder / "copy.db")
     copy = optuna.load_study(study_name=study_name, storage=f"sqlite:///{folder / 'copy.db'}")
     copy.sampler = study_module.make_sampler(0, len(copy.trials), 0, constant_liar=True)
     arm = get_arm("flax-scan")
     base = arm.configure(make_config(arm.hyperparameters(), tuning.TUNING_RUN))
-    space = space_of(arm)
+    space = space_of(arm, None, algorithm_of(base.hyperparameters))
     shared = lanes.program_coordinates(space)
     started, first = time.perf_counter(), None
     for _ in range(k):

@@ -1,4 +1,4 @@
-"""Milliseconds per DQN update at each level's preset, with and without the cell planes, for every learner.
+"""Milliseconds per update at each level's preset, with and without the cell planes, for every learner.
 
 Run from the repository root, with nothing else running (``pip install -e .[baselines]``)::
 
@@ -14,6 +14,10 @@ The learners are ``benchmarks/update_cost.py``'s: eager torch (one intra-op thre
 the fully jitted arm's learning step as its scan runs it (one seed under ``vmap``, donated). Variants: the preset,
 the preset without the cell planes, the plain update at the preset's width (:data:`PLAIN`: relative inputs, multi-step
 returns, double DQN, LayerNorm and advantage learning off), and (``--widths``) the first two at other widths.
+Where the preset is PQN (``31x31``, ``63x63``) an update is one of its minibatch regressions (the learners'
+``regress``, the jitted arm's regression step), the plain update is :data:`PLAIN` DQN at the preset's width with
+``shared.yml``'s replay and schedule, and a last column puts the two on the same work: milliseconds of updates per
+1,000 env steps (a run's updates over its env steps: PQN makes 8 of 1,024 transitions per 4,096 env steps).
 Writes a Markdown report.
 """
 
@@ -21,18 +25,18 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import statistics
 import sys
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from _timing import machine_line, write_report  # noqa: E402
+from _timing import machine_line, medians_in_turn, write_report  # noqa: E402
 from update_cost import build  # noqa: E402
 
 from doors_gym_baselines.learners import cells as cell_codes  # noqa: E402
 from doors_gym_baselines.config import DQNConfig, RunSettings  # noqa: E402
+from doors_gym_baselines.config.hyperparameters import UNUSED_BY  # noqa: E402
 from doors_gym_baselines.levels import TrainingLevel  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "ladder"
@@ -42,6 +46,8 @@ PLAIN = {"relative_inputs": False, "n_step": 1, "double_dqn": False, "layer_norm
          "cell_planes": True}  # fmt: skip
 """The five knobs a level preset may turn on, off: the plain DQN update at the preset's width (over the one-hot cell
 planes, the only input without the relative inputs)."""
+PQN_UNUSED = UNUSED_BY["pqn"]
+"""DQN's replay, target-network and schedule fields, which PQN's preset leaves at values it never reads."""
 
 
 def level_config(level: str, **changes: object) -> DQNConfig:
@@ -52,9 +58,10 @@ def level_config(level: str, **changes: object) -> DQNConfig:
 
 
 def level_batch(config: DQNConfig, seed: int = 0) -> tuple[np.ndarray, ...]:
-    """A replay batch of the level's cells as the buffers store them (a multi-step batch brings its discounts)."""
+    """A replay batch of the level's cells as the buffers store them (a multi-step batch brings its discounts), or
+    a PQN minibatch ``(cells, actions, returns)``."""
     rng = np.random.default_rng(seed)
-    params, size = config.params, config.hyperparameters.batch_size
+    params, size = config.params, config.update_batch_size
     cells = np.stack([rng.integers(0, params.num_cells, size), rng.integers(0, params.num_cells, size)], axis=1)
     doors = cell_codes.door_count(params)
     if doors:
@@ -72,6 +79,8 @@ def level_batch(config: DQNConfig, seed: int = 0) -> tuple[np.ndarray, ...]:
         (next_cells[:, 1] < 0).astype(np.float32),
     )
     hyper = config.hyperparameters
+    if hyper.algorithm == "pqn":  # the cells, the actions taken and their returns
+        return batch[:3]
     if hyper.n_step > 1:  # each return's gamma ** steps taken
         batch = (*batch, (hyper.gamma ** rng.integers(1, hyper.n_step + 1, size)).astype(np.float32))
     return batch
@@ -86,7 +95,11 @@ def variants(level: str, widths: list[int]) -> dict[str, DQNConfig]:
     planes = hyper.relative_inputs and hyper.cell_planes  # a preset that could drop its cell planes
     if planes:
         found["preset, no cell planes"] = preset.replace(cell_planes=False)
-    if preset.replace(**PLAIN) != preset:
+    if hyper.algorithm == "pqn":  # the plain DQN: shared.yml's replay and schedule, the knobs off, this width
+        dqn = TrainingLevel.named("study").shared_preset.config().hyperparameters
+        replay = {name: getattr(dqn, name) for name in (*PQN_UNUSED, "num_envs")}
+        found["plain DQN (the knobs off)"] = preset.replace(**{**replay, **PLAIN, "algorithm": "dqn"})
+    elif preset.replace(**PLAIN) != preset:
         found["plain (the knobs off)"] = preset.replace(**PLAIN)
     for width in widths:
         sizes = (width,) * len(hyper.hidden_sizes)
@@ -110,16 +123,15 @@ def main() -> None:
         configs = variants(level, args.widths)
         for stack in args.stacks:
             timers = {name: build(stack, config, level_batch(config)) for name, config in configs.items()}
-            times: dict[str, list[float]] = {name: [] for name in timers}
-            for _ in range(args.rounds):
-                for name, timer in timers.items():
-                    times[name].append(timer(args.min_seconds))
-            plain = statistics.median(times["preset"])
+            medians = medians_in_turn(timers, args.rounds, args.min_seconds)
+            plain = medians["preset"]
             for name, config in configs.items():
                 inputs = cell_codes.num_inputs(config.params, config.hyperparameters.relative_inputs,
                                                config.hyperparameters.cell_planes)  # fmt: skip
-                median = statistics.median(times[name])
-                rows.append((level, stack, name, f"{inputs:,}", f"{median:.2f}", f"{plain / median:.1f}x"))
+                median = medians[name]
+                per_thousand = f"{median * 1000 * config.num_updates / config.run.total_steps:.1f}"
+                speed = f"{plain / median:.1f}x"
+                rows.append((level, stack, name, f"{inputs:,}", f"{median:.2f}", speed, per_thousand))
                 print(" | ".join(rows[-1]), flush=True)
     command = "python benchmarks/level_update_cost.py " + " ".join(sys.argv[1:])
     intro = (
@@ -128,7 +140,8 @@ def main() -> None:
         f"level's cells; first-layer rows: the inputs of the first layer. {machine_line()}; torch with one intra-op "
         "thread, XLA as the process starts it."
     )
-    headers = ("level", "learner", "variant", "first-layer rows", "ms per update", "faster than the preset by")
+    headers = ("level", "learner", "variant", "first-layer rows", "ms per update", "faster than the preset by",
+               "ms of updates per 1,000 env steps")  # fmt: skip
     print(write_report(args.out, command.strip(), intro, headers, rows))
 
 

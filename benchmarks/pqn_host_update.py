@@ -3,8 +3,8 @@
 ``terminated`` set, which ran the target network's forward over the next cells only to multiply it by zero (and
 the target's updates), on the same batch, alternating, in three rounds.
 
-    python benchmarks/pqn_host_update.py                      # the jitted arm's 63x63 preset file, one thread
-    python benchmarks/pqn_host_update.py --level 31x31 --preset doors_gym_baselines/hyperparams/31x31/flax-scan.yml
+    python benchmarks/pqn_host_update.py                      # the 63x63 level preset (PQN), one thread
+    python benchmarks/pqn_host_update.py --level 31x31        # the 31x31 level preset
 
 Pin it to a core and one thread for XLA too (``taskset -c 0 env XLA_FLAGS=--xla_cpu_multi_thread_eigen=false``).
 The batch has the preset's minibatch size; its cells are the envs' first observations, repeated. Both routes give
@@ -73,7 +73,7 @@ def flax_routes(config, cells: np.ndarray, actions: np.ndarray) -> dict[str, Cal
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", default="63x63")
-    parser.add_argument("--preset", default="doors_gym_baselines/hyperparams/63x63/flax-scan.yml")
+    parser.add_argument("--preset", default="shared", help="a PQN preset (default: the level's, PQN at the hard rungs)")
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default: %(default)s)")
     args = parser.parse_args()

@@ -87,9 +87,11 @@ def torch_stack(config: DQNConfig, batch: tuple, compiled: bool, threads: int, m
             flags = {"single": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
             learner.optimizer = torch.optim.Adam(learner.network.parameters(), lr=1e-3, **flags[optimizer_path])
 
+    step = learner.regress if config.hyperparameters.algorithm == "pqn" else learner.update  # PQN: a minibatch
+
     def run(min_seconds: float) -> float:
         with torch_threads(threads):
-            return ms_per_call(lambda: learner.update(batch), lambda loss: float(loss), min_seconds)
+            return ms_per_call(lambda: step(batch), lambda loss: float(loss), min_seconds)
 
     return run
 
@@ -104,18 +106,36 @@ def flax_stack(config: DQNConfig, batch: tuple) -> Callable[[float], float]:
 
 
 def scan_stack(config: DQNConfig, batch: tuple) -> Callable[[float], float]:
-    """The fully jitted arm's learning step as its scan runs it: one seed under vmap, the runner donated."""
+    """The fully jitted arm's learning step as its scan runs one seed: under vmap, or unbatched where the network has
+    LayerNorm (``scan_driver.compile_chunk``), the runner donated (PQN: its regression step on a minibatch of
+    returns, as ``pqn_scan`` scans it)."""
     import jax
     import jax.numpy as jnp
 
+    from doors_gym_baselines.learners.dqn_flax import Knobs, make_regression_step
     from doors_gym_baselines.learners.dqn_flax_scan import make_train
+    from doors_gym_baselines.learners.pqn_scan import make_train as make_pqn_train
     from doors_gym_baselines.learners.scan_profile import phase_functions
 
-    parts = make_train(config)
+    pqn = config.hyperparameters.algorithm == "pqn"
+    parts = (make_pqn_train if pqn else make_train)(config)
     keys = jax.vmap(jax.random.key)(jnp.arange(1))
     runner = jax.jit(jax.vmap(parts.init))(keys)
     stacked = jax.tree.map(lambda leaf: jnp.asarray(leaf)[None], batch)
-    learn = jax.jit(jax.vmap(phase_functions(config).learn), donate_argnums=0)
+    if pqn:
+        regression, knobs = make_regression_step(parts.network, config), Knobs.of(config)
+
+        def phase(runner: object, minibatch: tuple) -> tuple:
+            learner, loss = regression(runner.learner, minibatch, knobs)
+            return runner._replace(learner=learner), loss
+
+    else:
+        phase = phase_functions(config).learn
+    if config.hyperparameters.layer_norm:  # one seed a device runs unbatched, as the arm runs it
+        learn = jax.jit(lambda run, data: jax.tree.map(lambda leaf: leaf[None], phase(*jax.tree.map(
+            lambda leaf: leaf[0], (run, data)))), donate_argnums=0)  # fmt: skip
+    else:
+        learn = jax.jit(jax.vmap(phase), donate_argnums=0)
     state = {"runner": runner}
 
     def step() -> object:

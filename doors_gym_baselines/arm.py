@@ -219,7 +219,7 @@ class Arm:
         if algorithm is not None and algorithm not in self.algorithms:
             raise ValueError(
                 f"algorithm={algorithm!r} is not supported by the {self.name} arm: expected one of "
-                f"{', '.join(self.algorithms)} (pqn trains in every arm but torch-compile)"
+                f"{', '.join(self.algorithms)}"
             )
         return config if config.run.env_id == self.env_id else config.replace(env_id=self.env_id)
 

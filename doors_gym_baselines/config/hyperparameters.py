@@ -16,6 +16,14 @@ LOSSES = ("huber", "mse")
 ALGORITHMS = ("dqn", "pqn")
 """``dqn``: a replay buffer and a target network (every DQN arm); ``pqn``: Q(lambda) over parallel envs' rollouts,
 no replay, no target network (Gallici et al. 2025; the fully jitted arm)."""
+UNUSED_BY = {
+    "dqn": ("td_lambda", "rollout_steps", "epochs", "minibatches"),
+    "pqn": (
+        "buffer_size", "batch_size", "train_frequency", "gradient_steps", "target_update", "tau", "learning_starts",
+        "double_dqn", "n_step",
+    ),
+}  # fmt: skip
+"""The fields each algorithm leaves unused: they change nothing a run of it computes (so not its outcome either)."""
 LAYER_NORM_EPSILON = 1e-5  # both networks' LayerNorm (``layer_norm``): torch's default, set in Flax's too
 
 
@@ -99,9 +107,8 @@ class Hyperparameters:
     algorithm: str = field(
         "dqn",
         "dqn: replay and a target network; pqn: Q(lambda) returns over each rollout of the parallel envs, no replay "
-        "and no target network (PQN, Gallici et al. 2025; every arm but torch-compile); pqn leaves buffer_size, "
-        "batch_size, train_frequency, gradient_steps, target_update, tau, learning_starts, double_dqn and n_step "
-        "unused, and takes advantage_learning 0",
+        "and no target network (PQN, Gallici et al. 2025; every DQN arm); pqn leaves "
+        f"{', '.join(UNUSED_BY['pqn'][:-1])} and {UNUSED_BY['pqn'][-1]} unused, and takes advantage_learning 0",
         choices=ALGORITHMS,
     )
     td_lambda: float = field(
@@ -174,6 +181,11 @@ class Hyperparameters:
                 f"minibatches={self.minibatches} does not divide rollout_steps * num_envs = {samples}: expected a "
                 "divisor of it"
             )
+
+    @property
+    def unused_fields(self) -> tuple[str, ...]:
+        """The fields this algorithm leaves unused (:data:`UNUSED_BY`)."""
+        return UNUSED_BY[self.algorithm]
 
     def describe(self) -> str:
         """The hyperparameters in their natural units, in one line for people (the field names are in the files)."""

@@ -80,11 +80,14 @@ class Config:
         return {"hyperparameters": _plain(self.hyperparameters), "run": _plain(self.run)}
 
     def outcome_key(self) -> dict[str, Any]:
-        """What decides the run's outcome: :meth:`to_dict` without :data:`RUN_FIELDS_OFF_THE_OUTCOME` (a cached
-        run, or a checkpoint, is reused only for the same key)."""
+        """What decides the run's outcome: :meth:`to_dict` without :data:`RUN_FIELDS_OFF_THE_OUTCOME` and without
+        the hyperparameters its algorithm leaves unused (``unused_fields``: a PQN run's replay buffer size, say), so a
+        cached run, or a checkpoint, is reused for any config that computes the same run."""
         values = self.to_dict()
         for name in RUN_FIELDS_OFF_THE_OUTCOME:
             values["run"].pop(name)
+        for name in getattr(self.hyperparameters, "unused_fields", ()):
+            values["hyperparameters"].pop(name)
         return values
 
     def same_outcome(self, saved: Any) -> bool:

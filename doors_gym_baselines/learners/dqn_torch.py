@@ -239,7 +239,9 @@ class TorchLearner:
             "optimizer_path": "fused",
         }
         self._greedy = self.greedy_actions
+        self._best = self.best_values
         self._step = self.gradient_step
+        self._regress = self.regression_step
 
     def greedy(self, cells: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of cells."""
@@ -249,7 +251,7 @@ class TorchLearner:
     def max_values(self, cells: np.ndarray) -> np.ndarray:
         """The best action's value of each of a batch of cells (PQN's bootstrap)."""
         with torch.inference_mode():
-            return self.network(torch.as_tensor(cells, device=self.device)).max(dim=1).values.cpu().numpy()
+            return self._best(torch.as_tensor(cells, device=self.device)).cpu().numpy()
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Greedy actions for a batch of grid observations."""
@@ -278,9 +280,7 @@ class TorchLearner:
         """One gradient step of ``Q(s, a)`` on the returns of a PQN minibatch ``(cells, actions, returns)``, at the
         scheduled rate (no target network, no target update); returns the loss, not waited for."""
         self.optimizer.zero_grad()
-        cells, actions, returns = (torch.as_tensor(array, device=self.device) for array in batch)
-        values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
-        loss = self.descend(self.loss_function(values, returns))
+        loss = self._regress(*(torch.as_tensor(array, device=self.device) for array in batch))
         if self.scheduler is not None:
             self.scheduler.step()
         self.updates += 1
@@ -293,6 +293,10 @@ class TorchLearner:
     def greedy_actions(self, cells: torch.Tensor) -> torch.Tensor:
         """``(batch,)`` greedy actions of ``(batch, 2)`` cells."""
         return self.network(cells).argmax(dim=1)
+
+    def best_values(self, cells: torch.Tensor) -> torch.Tensor:
+        """``(batch,)`` values of the best action of ``(batch, width)`` cells."""
+        return self.network(cells).max(dim=1).values
 
     def td_targets(
         self,
@@ -328,6 +332,12 @@ class TorchLearner:
             targets = self.td_targets(cells, actions, *batch)
         values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
         return self.descend(self.loss_function(values, targets))
+
+    def regression_step(self, cells: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+        """PQN's loss of a minibatch (``Q(s, a)`` against its return), its gradient and the optimizer's step
+        (gradients zeroed before); returns the loss."""
+        values = self.network(cells).gather(1, actions[:, None]).squeeze(1)
+        return self.descend(self.loss_function(values, returns))
 
     def descend(self, loss: torch.Tensor) -> torch.Tensor:
         """``loss``'s gradient, clipped to ``max_grad_norm``, and the optimizer's step; returns the loss, detached."""

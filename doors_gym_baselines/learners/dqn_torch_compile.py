@@ -19,7 +19,7 @@ import torch
 
 from .. import harness
 from ..api import Arm
-from ..config import DQNConfig
+from ..config import ALGORITHMS, DQNConfig
 from ..harness import Reporter, save_model
 from ..harness.evaluation import evaluation_episodes
 from ..harness.metrics import TrainResult
@@ -55,9 +55,15 @@ class CompiledTorchLearner(TorchLearner):
         # otherwise add every new learner's guards to the same code objects until dynamo's recompile limit
         # fails the fullgraph policy. The on-disk inductor cache still serves graphs it has compiled before.
         torch._dynamo.reset()
-        # Static shapes: the loop uses three (num_envs and W * W cells, batch_size transitions), all compiled
-        # below; a shape of its own per program is what a compiler does best with.
-        self._step = torch.compile(self.gradient_step, dynamic=False, mode=COMPILE_MODE)
+        # Static shapes: the loop uses three (num_envs and the evaluation's episodes for the policy, the update's
+        # batch; PQN also values a whole rollout), all compiled below; a shape of its own per program is what a
+        # compiler does best with. DQN compiles its TD step, PQN its regression and the rollout's values.
+        self.pqn = config.hyperparameters.algorithm == "pqn"
+        if self.pqn:
+            self._regress = torch.compile(self.regression_step, dynamic=False, mode=COMPILE_MODE)
+            self._best = torch.compile(self.best_values, fullgraph=True, dynamic=False, mode=COMPILE_MODE)
+        else:
+            self._step = torch.compile(self.gradient_step, dynamic=False, mode=COMPILE_MODE)
         self._greedy = torch.compile(self.greedy_actions, fullgraph=True, dynamic=False, mode=COMPILE_MODE)
         self.compile_seconds = self._compile(config)
 
@@ -76,15 +82,20 @@ class CompiledTorchLearner(TorchLearner):
         for size in sorted({hyper.num_envs, evaluation_episodes(config.params)}):
             with torch.inference_mode():
                 self._greedy(stand_in_cells(size, num_cells, self.device, width))
-        batch_size = hyper.batch_size
+        batch_size = config.update_batch_size
         cells, next_cells = (stand_in_cells(batch_size, num_cells, self.device, width) for _ in "ab")
         rewards, terminated = torch.zeros(batch_size, device=self.device), torch.zeros(batch_size, device=self.device)
         actions = torch.zeros(batch_size, dtype=torch.int64, device=self.device)
-        # A multi-step batch brings its discounts (one more tensor, as the replay buffer samples it).
-        discounts = (torch.ones(batch_size, device=self.device),) if hyper.n_step > 1 else ()
+        if self.pqn:  # the rollout's next states are valued in one batch (harness/pqn.py)
+            with torch.inference_mode():
+                self._best(stand_in_cells(hyper.rollout_steps * hyper.num_envs, num_cells, self.device, width))
+            step, batch = self._regress, (cells, actions, rewards)
+        else:  # a multi-step batch brings its discounts (one more tensor, as the replay buffer samples it)
+            discounts = (torch.ones(batch_size, device=self.device),) if hyper.n_step > 1 else ()
+            step, batch = self._step, (cells, actions, rewards, next_cells, terminated, *discounts)
         for _ in range(2):  # the optimizer's first step initialises its state: a second graph
             self.optimizer.zero_grad()
-            self._step(cells, actions, rewards, next_cells, terminated, *discounts)
+            step(*batch)
         self.optimizer.zero_grad()
         with torch.no_grad():
             for tensor, value in zip(self._parameters_in_place(), saved):
@@ -124,5 +135,7 @@ def train(config: DQNConfig, trial: Reporter | None = None, arm: Arm | None = No
         return harness.train(arm or ARM, CompiledTorchLearner, config, trial)
 
 
-ARM = Arm("torch-compile", "torch", "Doors-v0", "torch.compile x Doors-v0 (NumPy)", train, save_model)
+ARM = Arm(
+    "torch-compile", "torch", "Doors-v0", "torch.compile x Doors-v0 (NumPy)", train, save_model, algorithms=ALGORITHMS
+)
 """This file's arm."""

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from doors_gym.jax import functional as F
 
-from ..config import DQNConfig
+from ..config import DQNConfig, schedules
 from ..harness.device_replay import cells_of_states
 from ..harness.replay import learned_reward
 from .dqn_flax import (
@@ -76,23 +76,27 @@ def make_train(config: DQNConfig, lanes: bool = False) -> ScanTrain:
     """The pure functions of a PQN run of ``config`` (the :class:`~.scan_parts.ScanTrain` of the DQN program);
     each traces for one seed (vmap it).
 
-    Raises:
-        ValueError: for ``lanes``: a study's lanes train DQN only.
+    With ``lanes`` each seed is a lane of a study (:mod:`.scan_lanes`), as in the DQN program: its runner's ``lane``
+    holds its own discount, learning rate and decay, gradient clipping, exploration schedule and exploring starts
+    (the knobs PQN reads), and ``config`` gives the program's shapes, ``td_lambda`` and rollout.
     """
-    if lanes:
-        raise ValueError("algorithm='pqn' cannot train as lanes of a study: expected algorithm='dqn' for lanes")
     params, hyper = config.params, config.hyperparameters
     num_envs, width, window, steps = hyper.num_envs, params.width, config.run.rolling_episodes, hyper.rollout_steps
-    network, optimizer, knobs = make_network(config), make_optimizer(config), Knobs.of(config)
+    network, optimizer, own_knobs = make_network(config), make_optimizer(config), Knobs.of(config)
+    total = config.run.total_steps
     env_step = make_env_step(config)
-    keep = keep_frozen if config.run.num_seeds > 1 else lambda frozen, old, new: new
-    learn = make_learn(network, config, knobs)
+    # Only seeds trained together can stop apart; a lone seed's program is left exactly as it was.
+    keep = keep_frozen if config.run.num_seeds > 1 or lanes else lambda frozen, old, new: new
+    knobs_of = (lambda runner: runner.lane) if lanes else (lambda runner: own_knobs)  # noqa: E731
+    learn = make_learn(network, config, knobs_of, keep)
 
     def _update_step(runner: Runner, iteration_index: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         key, explore_key, random_key, step_key, learn_key = jax.random.split(runner.key, 5)
         global_step = (iteration_index + 1) * num_envs
-        params_now = runner.learner.params
-        epsilon = config.epsilon(global_step, jnp)
+        params_now, knobs = runner.learner.params, knobs_of(runner)
+        epsilon = schedules.epsilon(
+            global_step, hyper.start_epsilon, hyper.end_epsilon, knobs.exploration_fraction, total, jnp
+        )
         cells = cells_of_states(runner.env_state, width)
         actions = epsilon_greedy(network.apply(params_now, cells).argmax(axis=1), epsilon, explore_key, random_key)
         env_state, reward, terminated, truncated, info, restarted = env_step(
@@ -149,19 +153,22 @@ def make_init(config: DQNConfig, network: QNetwork, optimizer: Any) -> Callable[
     return init
 
 
-def make_learn(network: QNetwork, config: DQNConfig, knobs: Knobs) -> Callable:
+def make_learn(network: QNetwork, config: DQNConfig, knobs_of: Callable, keep: Callable) -> Callable:
     """``learn(runner, key) -> (runner, loss)``: the learning phase at a rollout's end: its Q(lambda) returns, then
     ``epochs`` passes over its transitions in ``minibatches`` shuffled minibatches, a step of
-    :func:`~.dqn_flax.make_regression_step` each (the loss: their mean); a frozen seed keeps its learner."""
+    :func:`~.dqn_flax.make_regression_step` each with the runner's knobs (``knobs_of(runner)``; the loss: their
+    mean); a frozen seed or lane keeps its learner (``keep``)."""
     hyper = config.hyperparameters
     samples = hyper.rollout_steps * hyper.num_envs
     size = samples // hyper.minibatches
     step = make_regression_step(network, config)
 
-    def one_update(state: LearnerState, batch: tuple[jax.Array, ...]) -> tuple[LearnerState, jax.Array]:
-        return step(state, batch, knobs)
-
     def learn(runner: Runner, key: jax.Array) -> tuple[Runner, jax.Array]:
+        knobs = knobs_of(runner)
+
+        def one_update(state: LearnerState, batch: tuple[jax.Array, ...]) -> tuple[LearnerState, jax.Array]:
+            return step(state, batch, knobs)
+
         rollout = runner.buffer
         returns = lambda_returns(
             rollout.rewards, rollout.terminated, rollout.ended, rollout.next_values, knobs.gamma, hyper.td_lambda
@@ -170,7 +177,7 @@ def make_learn(network: QNetwork, config: DQNConfig, knobs: Knobs) -> Callable:
         orders = jnp.concatenate([jax.random.permutation(k, samples) for k in jax.random.split(key, hyper.epochs)])
         batches = jax.tree.map(lambda x: x[orders].reshape(hyper.epochs * hyper.minibatches, size, *x.shape[1:]), flat)
         learner, losses = jax.lax.scan(one_update, runner.learner, batches)
-        learner = keep_frozen(runner.frozen, runner.learner, learner) if config.run.num_seeds > 1 else learner
+        learner = keep(runner.frozen, runner.learner, learner)
         return runner._replace(learner=learner), losses.mean()
 
     return learn

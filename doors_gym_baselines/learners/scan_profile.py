@@ -92,24 +92,12 @@ def split_scan_time(
     faster than its parts run apart, and what the parts leave of ``seconds`` (the
     loop and episode bookkeeping) is ``other``.
     """
+    if config.hyperparameters.algorithm == "pqn":
+        return split_pqn_scan_time(config, runner, seconds, iterations)
     pieces = phase_functions(config)
     runner = jax.tree.map(jnp.copy, runner)  # the pieces below consume it
     index = jnp.int32(0)
     keys = jax.vmap(jax.random.split)(runner.key)
-
-    def timed(function: Callable, args: tuple, in_axes: Any = 0, chain: Callable | None = None) -> float:
-        """Seconds per call; ``chain(args, output)`` gives the next call's args (donating the first)."""
-        jitted = jax.jit(jax.vmap(function, in_axes=in_axes), donate_argnums=(0,) if chain else ())
-        compiled = jitted.lower(*args).compile()
-        output = jax.block_until_ready(compiled(*args))
-        durations = []
-        for _ in range(PROFILE_CALLS):
-            args = chain(args, output) if chain else args
-            begin = time.perf_counter()
-            output = jax.block_until_ready(compiled(*args))
-            durations.append(time.perf_counter() - begin)
-        return float(np.median(durations))
-
     selecting = (pieces.select_actions, (runner, jnp.float32(0.5), keys[:, 0], keys[:, 1]), (0, None, 0, 0))
     actions = jax.vmap(selecting[0], in_axes=selecting[2])(*selecting[1])
     stepped = jax.vmap(pieces.env_step)(runner, actions, keys[:, 0])
@@ -134,7 +122,56 @@ def split_scan_time(
     predicted = {name: cost * iterations for name, cost in per_iteration.items()}
     for name, cost in per_update.items():
         predicted[name] = predicted.get(name, 0.0) + cost * updates
+    return scaled(predicted, seconds)
+
+
+def split_pqn_scan_time(config: DQNConfig, runner: Any, seconds: float, iterations: int) -> dict[str, float]:
+    """:func:`split_scan_time` for PQN's scan (:mod:`.pqn_scan`): acting and the env step per vector step as DQN's;
+    ``update`` is the learning phase at each whole rollout's end (its returns, shuffles and ``epochs * minibatches``
+    regression steps) with the values of the next states each vector step computes for those returns, as the host
+    loop's ``update`` holds them; the rollout's writes fall in ``other``."""
+    from .pqn_scan import make_learn
+
+    hyper, width = config.hyperparameters, config.params.width
+    pieces, network, knobs = phase_functions(config), make_network(config), Knobs.of(config)
+    learn = make_learn(network, config, lambda _: knobs, lambda frozen, old, new: new)
+    runner = jax.tree.map(jnp.copy, runner)
+    keys = jax.vmap(jax.random.split)(runner.key)
+    selecting = (pieces.select_actions, (runner, jnp.float32(0.5), keys[:, 0], keys[:, 1]), (0, None, 0, 0))
+    actions = jax.vmap(selecting[0], in_axes=selecting[2])(*selecting[1])
+
+    def next_values(run: Any) -> jax.Array:
+        return network.apply(run.learner.params, device_replay.cells_of_states(run.env_state, width)).max(axis=1)
+
+    per_iteration = {
+        "action_selection": timed(selecting[0], selecting[1], selecting[2]),
+        "env_step": timed(pieces.env_step, (runner, actions, keys[:, 0])),
+        "update": timed(next_values, (runner,)),
+    }
+    learning = timed(learn, (runner, keys[:, 1]), chain=lambda args, output: (output[0], args[1]))
+    predicted = {name: cost * iterations for name, cost in per_iteration.items()}
+    predicted["update"] += learning * (iterations // hyper.rollout_steps)
+    return scaled(predicted, seconds)
+
+
+def scaled(predicted: dict[str, float], seconds: float) -> dict[str, float]:
+    """The phases' predicted seconds scaled down to ``seconds`` where the fused scan ran faster than its parts."""
     scale = min(1.0, seconds / sum(predicted.values())) if predicted else 0.0
     return {name: value * scale for name, value in predicted.items()}
+
+
+def timed(function: Callable, args: tuple, in_axes: Any = 0, chain: Callable | None = None) -> float:
+    """Seconds per call of ``function`` jitted under ``vmap`` (after one call that compiles; the median of
+    :data:`PROFILE_CALLS`); ``chain(args, output)`` gives the next call's args (donating the first)."""
+    jitted = jax.jit(jax.vmap(function, in_axes=in_axes), donate_argnums=(0,) if chain else ())
+    compiled = jitted.lower(*args).compile()
+    output = jax.block_until_ready(compiled(*args))
+    durations = []
+    for _ in range(PROFILE_CALLS):
+        args = chain(args, output) if chain else args
+        begin = time.perf_counter()
+        output = jax.block_until_ready(compiled(*args))
+        durations.append(time.perf_counter() - begin)
+    return float(np.median(durations))
 
 

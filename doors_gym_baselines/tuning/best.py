@@ -16,7 +16,7 @@ from ..config import Config, make_config
 from ..harness import NonFiniteLoss
 from .objective import log_score
 from .options import TuneOptions
-from .space import SPACE, hyperparameters_from_params, space_of
+from .space import SPACES, algorithm_of, hyperparameters_from_params, space_of
 from .study import finished_trials
 
 CONFIRM_PREFIX = "confirm."
@@ -68,7 +68,8 @@ def confirm_trial(
     first = base.run.seed
     own = int(trial.user_attrs.get("seed", first))
     seeds = [first + (own - first + 1 + j) % options.tuning_seeds for j in range(options.confirm_seeds)]
-    hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters, space_of(arm, base.params))
+    space = space_of(arm, base.params, algorithm_of(base.hyperparameters))
+    hyperparameters = hyperparameters_from_params(trial.params, base.hyperparameters, space)
     scores = []
     for seed in seeds:
         key = f"{SEED_PREFIX}{trial.number}.{seed}"
@@ -131,7 +132,11 @@ def write_best_preset(study: Any, base: Config, path: str, confirmed: dict[str, 
         raise ValueError(f"study {study.study_name!r} has no complete trial yet: no preset to write") from None
     if confirmed is not None:
         best = study.trials[confirmed["trial"]]
-    space = space_of(get_arm(study.user_attrs["arm"]), base.params) if "arm" in study.user_attrs else SPACE
+    algorithm = algorithm_of(base.hyperparameters)
+    if "arm" in study.user_attrs:
+        space = space_of(get_arm(study.user_attrs["arm"]), base.params, algorithm)
+    else:  # a study from before the arm was kept: the algorithm's space, without exploration
+        space = SPACES[algorithm][0]
     hyperparameters = hyperparameters_from_params(best.params, base.hyperparameters, space)
     origin = {
         "study": study.study_name,

@@ -232,7 +232,7 @@ def record_trial(
     import mlflow
     import optuna
 
-    from .space import space_of
+    from .space import algorithm_of, space_of
 
     trial, config = asked
     run_tags = {**trial_tags(trial, options.worker), **tags}
@@ -256,7 +256,8 @@ def record_trial(
             study.tell(trial, score)
     if options.verbose:
         frozen = study._storage.get_trial(trial._trial_id)
-        print(describe_trial(study, frozen, options.objective, config.hyperparameters, space_of(arm, config.params)))
+        space = space_of(arm, config.params, algorithm_of(config.hyperparameters))
+        print(describe_trial(study, frozen, options.objective, config.hyperparameters, space))
 
 
 def fail_programs(study: Any, programs: list[Program]) -> None:

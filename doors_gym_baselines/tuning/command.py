@@ -17,7 +17,7 @@ import os
 import pathlib
 from typing import Any
 
-from doors_gym.levels import STUDY
+from doors_gym.levels import STUDY, get_level
 
 from .. import runtime, tracking
 from ..arm import ArmProtocol
@@ -31,7 +31,7 @@ from .objective import TUNING_RUN, check_trial_run, make_objective
 from .options import TuneOptions
 from .plots import log_study_plots, write_study_summary
 from .scores import DEFAULT_OBJECTIVE, describe_score, describe_trial, indented
-from .space import SPACE, Space, hyperparameters_from_params, space_of
+from .space import SPACE, Space, algorithm_of, hyperparameters_from_params, space_of
 from .study import (
     DEFAULT_STORAGE,
     StopAtCount,
@@ -73,7 +73,7 @@ def tune(options: TuneOptions, run: RunSettings = TUNING_RUN, base: Any = None) 
         missing = len(finished_trials(study)) < options.n_trials
         with mlflow.start_run(run_id=parent):
             mlflow.set_tag(tracking.PROCESS_TAG, tracking.this_process())  # this worker holds it open now
-            space = space_of(arm, base_config.params)
+            space = space_of(arm, base_config.params, algorithm_of(base_config.hyperparameters))
             if missing and options.executor == DASK:
                 run_on_cluster(study, arm, base_config, options, space, parent)
             elif missing and here and options.lanes > 1:
@@ -122,7 +122,7 @@ def open_study(options: TuneOptions, arm_name: str, run: RunSettings, base: Any)
         options.resolved_start_from,
         base,
         options.worker,
-        space_of(get_arm(options.arm), run.params),
+        space_of(get_arm(options.arm), run.params, algorithm_of(base)),
         options.level,
     )
     return study
@@ -184,7 +184,8 @@ def run_trials(study: Any, arm_name: str, base: Config, options: TuneOptions) ->
         return
     callbacks: list[Any] = [StopAtCount(options.n_trials)]
     if options.verbose:
-        callbacks.append(TrialPrinter(options.objective, base.hyperparameters, space_of(get_arm(options.arm), base.params)))
+        space = space_of(get_arm(options.arm), base.params, algorithm_of(base.hyperparameters))
+        callbacks.append(TrialPrinter(options.objective, base.hyperparameters, space))
     with optuna_quiet():
         study.optimize(objective, n_trials=remaining, timeout=options.timeout, callbacks=callbacks, gc_after_trial=True)
 
@@ -218,7 +219,9 @@ def describe(study: Any, options: TuneOptions) -> str:
     if best is not None:
         score = describe_score(options.objective, best.value, best.user_attrs.get("solved"))
         lines.append(f"best: trial {best.number} (seed {best.user_attrs.get('seed', '?')}), {score}")
-        chosen = hyperparameters_from_params(best.params, arm.hyperparameters(), space_of(arm))
+        base = start_point(arm, options.resolved_start_from, options.level)  # the study's: its algorithm's space
+        params = None if options.level == STUDY else get_level(options.level).params()
+        chosen = hyperparameters_from_params(best.params, base, space_of(arm, params, algorithm_of(base)))
         lines.append(indented(describe_hyperparameters(chosen)))
     uri = tracking.tracking_uri(options.tracking_uri)
     lines.append(

@@ -21,7 +21,7 @@ from ..config import Config, RunSettings, make_config
 from ..harness.metrics import HistoryRow, TrainResult, seconds_to_solved
 from ..presets import TO_SOLVED
 from .scores import DEFAULT_OBJECTIVE, PENALTY_SECONDS, objective_score
-from .space import space_of, suggest_hyperparameters
+from .space import algorithm_of, space_of, suggest_hyperparameters
 
 TUNING_SEED = 0
 """First training seed of the tuning trials; ``compare`` trains on other seeds (100 and up)."""
@@ -156,7 +156,8 @@ def make_objective(
     import optuna
 
     arm = get_arm(arm_name)
-    space = space_of(arm, base.params)  # an arm without a space of its own fails before the first trial
+    # an arm without a space of its own fails before the first trial
+    space = space_of(arm, base.params, algorithm_of(base.hyperparameters))
 
     def objective(trial: optuna.Trial) -> float:
         seed = base.run.seed + trial.number % tuning_seeds

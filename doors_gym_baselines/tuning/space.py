@@ -2,7 +2,8 @@
 
 Each coordinate (:class:`~doors_gym_baselines.config.ranges.Range`) carries its range and its scale, the map
 between the coordinate and the hyperparameter it sets; an arm brings its own space over its own
-hyperparameters, or takes :data:`SPACE`, the DQN one; sampling
+hyperparameters, or takes DQN's hyperparameters' space for the study's algorithm (:data:`SPACE` for DQN,
+:data:`PQN_SPACE` for PQN: :func:`space_of`); sampling
 (:func:`from_coordinates`) and its inverse (:func:`to_coordinates`) both read
 that one table.
 """
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import Hyperparameters
+from ..config.hyperparameters import UNUSED_BY
 from ..config.ranges import ONE_MINUS, POWER_OF_TWO, Range
 
 LAYERS = ("depth", "width")
@@ -63,17 +65,52 @@ the relative inputs alone), the dueling heads, a training-only step cost (up to 
 share (to 0.95: 20 times the gaps between actions' values at its fixed point). A study of ``Doors-v0``
 leaves them off."""
 
+PQN_UNUSED = UNUSED_BY["pqn"]
+"""The hyperparameters PQN leaves unused (it has no replay and no target network): a study of PQN does not search
+them, so that its sampler spends no trial telling apart points that train alike."""
+
+PQN_NUM_ENVS = Range("log2_num_envs", 4, 8, integer=True, hyperparameter="num_envs", scale=POWER_OF_TWO)
+"""PQN's parallel envs, 16 to 256: its batches are its envs' rollouts, so it runs many more envs than DQN (the
+``31x31`` preset 128). The coordinate keeps DQN's name, so the lanes' program coordinates read it alike."""
+
+PQN_SPACE = tuple(
+    PQN_NUM_ENVS if coordinate.name == PQN_NUM_ENVS.name else coordinate
+    for coordinate in SPACE
+    if coordinate.target not in PQN_UNUSED
+) + (
+    Range("td_lambda", 0.0, 1.0),
+    Range("log2_rollout_steps", 3, 6, integer=True, hyperparameter="rollout_steps", scale=POWER_OF_TWO),
+    Range("epochs", 1, 4, integer=True),
+    Range("log2_minibatches", 0, 3, integer=True, hyperparameter="minibatches", scale=POWER_OF_TWO),
+)
+"""The search space of a study of PQN (``algorithm: pqn``): :data:`SPACE` less :data:`PQN_UNUSED`, its envs over
+:data:`PQN_NUM_ENVS`, then PQN's own: lambda of its returns (0: one-step targets, 1: the rollout's returns), powers
+of two for the rollout's steps (8 to 64) and the minibatches (1 to 8, which always divide the rollout's
+``rollout_steps * num_envs`` transitions, at least 128 here), and the passes over each rollout (1 to 4)."""
+
+PQN_EXPLORATION = tuple(
+    coordinate for coordinate in EXPLORATION if coordinate.target not in (*PQN_UNUSED, "advantage_learning")
+)
+""":data:`EXPLORATION` for a study of PQN: less the multi-step returns (PQN's returns are its lambda's, over
+the rollout) and advantage learning (PQN refuses a share above 0)."""
+
+SPACES = {"dqn": (SPACE, EXPLORATION), "pqn": (PQN_SPACE, PQN_EXPLORATION)}
+"""Each algorithm's search space of DQN's hyperparameters: its coordinates everywhere, and those added where the
+layout draws its doors per episode."""
+
 Space = Sequence[Range]
 """A search space: its coordinates, in the order a trial samples them."""
 
 
-def space_of(arm: Any, params: Any = None) -> Space:
-    """The search space of ``arm``: its own (``search_space``), or :data:`SPACE` for an arm of DQN's hyperparameters,
-    followed by :data:`EXPLORATION` where the layout ``params`` (a ``DoorsParams``; None: ``Doors-v0``'s) draws its
-    doors per episode.
+def space_of(arm: Any, params: Any = None, algorithm: str = "dqn") -> Space:
+    """The search space of ``arm``: its own (``search_space``, whatever the algorithm), or for an arm of DQN's
+    hyperparameters the space of ``algorithm`` (the study's base's: :data:`SPACE` for ``dqn``, :data:`PQN_SPACE`
+    for ``pqn``), followed by that algorithm's exploration (:data:`EXPLORATION`, :data:`PQN_EXPLORATION`) where
+    the layout ``params`` (a ``DoorsParams``; None: ``Doors-v0``'s) draws its doors per episode.
 
     Raises:
-        ValueError: for an arm with hyperparameters of its own and no search space over them.
+        ValueError: for an arm with hyperparameters of its own and no search space over them, or an unknown
+            ``algorithm``.
     """
     if arm.search_space:
         return tuple(arm.search_space)
@@ -83,7 +120,16 @@ def space_of(arm: Any, params: Any = None) -> Space:
             f"arm={arm.name!r} ({arm.package}) brings no search space over its hyperparameters "
             f"({kind.__name__}): its package can give its Arm a search_space"
         )
-    return SPACE + EXPLORATION if params is not None and params.random_doors else SPACE
+    if algorithm not in SPACES:
+        raise ValueError(f"algorithm={algorithm!r} has no search space: expected one of {', '.join(SPACES)}")
+    space, exploration = SPACES[algorithm]
+    return space + exploration if params is not None and params.random_doors else space
+
+
+def algorithm_of(hyperparameters: Any) -> str:
+    """The algorithm ``hyperparameters`` train (``dqn`` for a plug-in's, which has no ``algorithm``): what
+    :func:`space_of` takes from a study's base."""
+    return getattr(hyperparameters, "algorithm", "dqn")
 
 
 def from_coordinates(params: dict[str, Any], base: Any, space: Space = SPACE) -> Any:

@@ -259,6 +259,26 @@ def test_a_run_cached_before_a_knob_was_added_is_reused_while_the_knob_keeps_its
     assert compare.load_cached(compare.PlannedRun(config, cache)) is None
 
 
+def test_a_cached_run_serves_any_config_that_differs_only_in_what_its_algorithm_leaves_unused(tmp_path) -> None:
+    """A PQN run written with the full config (a replay buffer size it never used) is the run of a PQN config with
+    another buffer size, not of one with another lambda; a DQN run's buffer size is its own."""
+    import json
+
+    from doors_gym_baselines.config import DQNConfig
+
+    pqn = DQNConfig.of(total_steps=2_000, seed=100, algorithm="pqn", buffer_size=131_072, tau=0.05)
+    cache = tmp_path / "run.json"
+    cache.write_text(json.dumps({"config": pqn.to_dict() | {"run": pqn.outcome_key()["run"]}, "seeds": []}))
+    assert "buffer_size" not in pqn.outcome_key()["hyperparameters"]
+    assert compare.load_cached(compare.PlannedRun(pqn.replace(buffer_size=32_768, tau=1.0), cache)) is not None
+    assert compare.load_cached(compare.PlannedRun(pqn.replace(td_lambda=0.9), cache)) is None
+    dqn = DQNConfig.of(total_steps=2_000, seed=100, buffer_size=131_072)
+    cache.write_text(json.dumps({"config": dqn.outcome_key(), "seeds": []}))
+    assert "td_lambda" not in dqn.outcome_key()["hyperparameters"]
+    assert compare.load_cached(compare.PlannedRun(dqn.replace(td_lambda=0.9), cache)) is not None
+    assert compare.load_cached(compare.PlannedRun(dqn.replace(buffer_size=32_768), cache)) is None
+
+
 def test_comparisons_of_different_arms_never_share_a_parent_run(tmp_path: pathlib.Path) -> None:
     # torch-numpy and flax-numpy share a config: only the arm tells their comparisons apart, so resuming one in a
     # folder where the other ran must open a parent run of its own (MLflow refuses to change a logged "arms" param).

@@ -32,13 +32,21 @@ that draws restarts trains with other random draws than alone (the same algorith
 @pytest.mark.slow
 @pytest.mark.parametrize("exploring", [False, True], ids=["plain", "exploring"])
 def test_each_lane_trains_as_its_trial_alone(exploring):
-    jax = needs("jax")
+    needs("jax")
     from doors_gym_baselines.learners.dqn_flax_scan import make_train
-    from doors_gym_baselines.learners.scan_lanes import lane_values, program_config
 
     configs = [DQNConfig.of(**SMALL, **lane, **(EXPLORING[i] if exploring else {})) for i, lane in enumerate(LANES)]
-    program = make_train(program_config(configs).replace(num_seeds=2), lanes=True)
-    keys = jax.vmap(jax.random.key)(np.array([5, 6]))
+    assert_each_lane_trains_as_alone(make_train, configs)
+
+
+def assert_each_lane_trains_as_alone(make_train, configs, seeds=(5, 6)) -> None:
+    """Trains ``configs`` as the lanes of one program of ``make_train`` (seeds ``seeds``), chunk by chunk, and holds
+    each lane to its config's run alone: the same updates, parameters to float tolerance."""
+    jax = needs("jax")
+    from doors_gym_baselines.learners.scan_lanes import lane_values, program_config
+
+    program = make_train(program_config(configs).replace(num_seeds=len(configs)), lanes=True)
+    keys = jax.vmap(jax.random.key)(np.array(seeds))
     values = jax.tree.map(np.asarray, lane_values(configs))
 
     runner = jax.jit(jax.vmap(lambda key, lane: program.init(key)._replace(lane=lane)))(keys, values)
@@ -46,7 +54,7 @@ def test_each_lane_trains_as_its_trial_alone(exploring):
     for first in range(0, configs[0].num_iterations, program.iterations_per_chunk):
         runner, _ = chunk(runner, np.int32(first))
 
-    for index, (config, seed) in enumerate(zip(configs, (5, 6))):
+    for index, (config, seed) in enumerate(zip(configs, seeds)):
         alone, _ = jax.jit(make_train(config).train)(jax.random.key(seed))
         assert int(runner.learner.updates[index]) == int(alone.learner.updates) == config.num_updates
         for mine, shared in zip(jax.tree.leaves(alone.learner.params), jax.tree.leaves(runner.learner.params)):

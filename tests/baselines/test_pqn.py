@@ -1,5 +1,5 @@
 """PQN in the fully jitted arm (``algorithm: pqn``): its Q(lambda) returns against their definition, its runs, its
-checkpoints, and the arms and settings that refuse it."""
+checkpoints, a study's lanes, the host loop's and compiled torch's steps, and the settings it refuses."""
 
 from __future__ import annotations
 
@@ -84,6 +84,23 @@ def test_a_pqn_run_learns_at_each_rollouts_end_and_counts_its_updates() -> None:
     assert "PQN: Q(0.65) over rollouts of 6 steps of 8 envs" in config.hyperparameters.describe()
 
 
+def test_a_pqn_run_of_the_jitted_arm_says_where_its_time_went() -> None:
+    """Its profile times PQN's own pieces: acting, the env step and the learning phases (with the next states'
+    values), so its ms per update is the learning phases' time over its updates, as in the host loop."""
+    import math
+
+    from doors_gym_baselines.learners.dqn_flax_scan import train
+
+    result = train(DQNConfig.of(**{**SMALL, "profile": True}))
+    timings = result.timings
+    assert "compiled pieces" in timings.method
+    for name in ("env_step", "action_selection", "update", "compile"):
+        assert getattr(timings, name) > 0, name
+    assert timings.replay_buffer == 0  # no replay
+    assert timings.total == pytest.approx(result.wall_seconds, rel=1e-6)
+    assert math.isfinite(result.ms_per_update) and result.ms_per_update > 0
+
+
 def test_pqn_learns_doors_v0() -> None:
     from doors_gym_baselines.learners.dqn_flax_scan import train
 
@@ -117,22 +134,18 @@ def test_a_pqn_run_killed_part_way_through_a_rollout_resumes_and_learns_what_the
         np.testing.assert_equal(without_clocks(mine), without_clocks(theirs))
 
 
-def test_the_compiled_torch_arm_refuses_pqn_naming_the_arms_that_have_it() -> None:
-    from doors_gym_baselines.arms import get_arm
-
-    needs("torch")
-    message = r"algorithm='pqn' is not supported by the torch-compile arm: expected one of dqn \(pqn trains in every"
-    with pytest.raises(ValueError, match=message):
-        get_arm("torch-compile").configure(DQNConfig.of(**{**SMALL, "num_seeds": 1}))
-
-
 HOST = {**SMALL, "num_seeds": 1, "total_steps": 60_000, "num_envs": 16, "rollout_steps": 16, "minibatches": 4,
         "hidden_sizes": (64, 64), "learning_rate": 1e-3, "gamma": 0.9, "eval_every": 0,
         "exploration_fraction": 0.3, "end_epsilon": 0.01}  # fmt: skip
 
 
-@pytest.mark.parametrize(("arm", "framework"), [("torch-numpy", "torch"), ("flax-numpy", "flax")])
-def test_the_host_loop_trains_pqn_and_learns_doors_v0(arm: str, framework: str) -> None:
+@pytest.mark.parametrize(
+    ("arm", "framework", "bar"),
+    [("torch-numpy", "torch", 0.9), ("torch-compile", "torch", 0.6), ("flax-numpy", "flax", 0.9)],
+)
+def test_the_host_loop_trains_pqn_and_learns_doors_v0(arm: str, framework: str, bar: float) -> None:
+    """Each host-loop arm's PQN run makes its updates and learns. The compiled arm's steps match the eager ones to
+    float tolerance only (the test above), so its run takes other paths; its bar is lower (0.87 on our CPU)."""
     from doors_gym_baselines.arms import get_arm
 
     needs(framework)
@@ -140,7 +153,7 @@ def test_the_host_loop_trains_pqn_and_learns_doors_v0(arm: str, framework: str) 
     result = get_arm(arm).train(config)
     assert result.updates == config.num_updates == 60_000 // 16 // 16 * 2 * 4
     assert len(result.losses) == config.num_updates and np.isfinite(result.losses).all()
-    assert result.evaluation.success_rate > 0.9  # an untrained network reaches the goal from few starts
+    assert result.evaluation.success_rate > bar  # an untrained network reaches the goal from few starts
 
 
 def pqn_minibatches(config: DQNConfig, count: int) -> list[tuple[np.ndarray, ...]]:
@@ -165,6 +178,26 @@ def test_the_torch_learners_regression_on_returns_is_its_td_update_with_the_boot
     assert regression.updates == td.updates == 6
     for mine, theirs in zip(regression.network.parameters(), td.network.parameters(), strict=True):
         torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+
+
+def test_the_compiled_torch_arm_takes_the_eager_learners_pqn_steps_and_values() -> None:
+    """``torch-compile`` trains PQN: its compiled regression and rollout values against the eager learner's, from the
+    same network (to float tolerance: inductor fuses the ops its own way)."""
+    torch = needs("torch")
+    from doors_gym_baselines.arms import get_arm
+    from doors_gym_baselines.learners.dqn_torch import TorchLearner
+    from doors_gym_baselines.learners.dqn_torch_compile import CompiledTorchLearner
+
+    config = get_arm("torch-compile").configure(DQNConfig.of(**{**HOST, "max_grad_norm": 0.5}))
+    eager, compiled = TorchLearner(config), CompiledTorchLearner(config)
+    assert compiled.compile_seconds > 0
+    for cells, actions, returns in pqn_minibatches(config, 6):
+        want = eager.regress((cells, actions, returns)).item()
+        assert compiled.regress((cells, actions, returns)).item() == pytest.approx(want, rel=1e-5)
+        np.testing.assert_allclose(compiled.max_values(cells), eager.max_values(cells), rtol=1e-5, atol=1e-6)
+    assert compiled.updates == eager.updates == 6
+    for mine, theirs in zip(compiled.network.parameters(), eager.network.parameters(), strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-6)
 
 
 def test_the_flax_regression_step_is_the_td_step_with_the_bootstrap_cut() -> None:
@@ -213,11 +246,20 @@ def test_a_host_rollout_keeps_resets_out_and_ends_the_returns_before_them() -> N
     assert store.rewards[1, 0] == 0.0 and not store.terminated[1, 0]
 
 
-def test_the_lanes_of_a_study_refuse_pqn() -> None:
+PQN_LANES = [
+    dict(gamma=0.9, learning_rate=1e-3),
+    dict(gamma=0.99, learning_rate=3e-4, max_grad_norm=0.5, lr_end_fraction=0.2, exploration_fraction=0.3),
+]
+"""Two trials' own knobs, as a study's lanes of one PQN program hold them (the rollout and network are the program's)."""
+
+
+def test_each_pqn_lane_of_a_study_trains_as_its_trial_alone() -> None:
+    from test_lanes import assert_each_lane_trains_as_alone
+
     from doors_gym_baselines.learners.pqn_scan import make_train
 
-    with pytest.raises(ValueError, match="algorithm='pqn' cannot train as lanes"):
-        make_train(DQNConfig.of(**SMALL), lanes=True)
+    settings = {**SMALL, "num_seeds": 1, "total_steps": 1_600}
+    assert_each_lane_trains_as_alone(make_train, [DQNConfig.of(**settings, **lane) for lane in PQN_LANES])
 
 
 @pytest.mark.parametrize(
@@ -237,14 +279,38 @@ def test_bad_pqn_settings_name_the_value_and_what_is_allowed(change: dict, messa
 
 
 @pytest.mark.parametrize("level", ["31x31", "63x63"])
-def test_the_jitted_arm_trains_pqn_at_the_hard_rungs_on_the_level_presets_inputs_and_the_ladder_keeps_dqn(
-    level: str,
-) -> None:
+def test_every_arm_trains_pqn_at_the_hard_rungs_on_the_level_preset(level: str) -> None:
+    """The level preset is PQN, like for like in every DQN arm (``tuned`` falls back to it), and it takes the arm's
+    program: ``configure`` accepts it in each arm."""
     from doors_gym_baselines import presets
+    from doors_gym_baselines.arms import get_arm
 
-    own = presets.preset_at("tuned", "flax-scan", level).config().hyperparameters
-    shared = presets.preset_at("shared", "flax-scan", level).config().hyperparameters
-    assert own.algorithm == "pqn" and shared.algorithm == "dqn"
-    assert presets.preset_at("tuned", "torch-numpy", level).config().hyperparameters.algorithm == "dqn"
-    for name in ("hidden_sizes", "relative_inputs", "cell_planes", "gamma", "step_cost", "end_epsilon"):
-        assert getattr(own, name) == getattr(shared, name), name
+    shared = presets.preset_at("shared", "flax-scan", level).config()
+    assert shared.hyperparameters.algorithm == "pqn" and shared.hyperparameters.layer_norm
+    for arm in ("torch-numpy", "torch-compile", "flax-numpy", "flax-jax", "flax-scan"):
+        own = presets.preset_at("tuned", arm, level).config()
+        assert own.hyperparameters == shared.hyperparameters, arm
+        assert get_arm(arm).configure(own).hyperparameters.algorithm == "pqn"
+
+
+def test_a_one_seed_program_with_layer_norm_runs_unbatched_as_its_vmap_computes() -> None:
+    """The driver runs one seed a device with LayerNorm unbatched (XLA on a CPU reduces over a batch axis of size 1
+    slowly); that chunk computes what the ``vmap`` over the one seed computes, to float tolerance."""
+    import jax
+    import jax.numpy as jnp
+
+    from doors_gym_baselines.learners.pqn_scan import make_train
+    from doors_gym_baselines.learners.scan_driver import SeedLayout, compile_run, seed_devices
+
+    parts = make_train(DQNConfig.of(**{**SMALL, "num_seeds": 1}))
+    assert parts.network.layer_norm
+    layout = SeedLayout(jax.sharding.Mesh(np.array(seed_devices(1, 1)), ("seeds",)), [7], per_device=1)
+    runner, unbatched = compile_run(parts, layout)
+    batched = jax.jit(jax.vmap(parts.run_chunk, in_axes=(0, None)))
+    mine, theirs = runner, jax.tree.map(jnp.copy, runner)  # the driver's chunk donates its runner
+    for first in range(0, 200, parts.iterations_per_chunk):
+        mine, _ = unbatched(mine, np.int32(first))
+        theirs, _ = batched(theirs, np.int32(first))
+    assert int(mine.learner.updates[0]) == int(theirs.learner.updates[0]) > 0
+    for got, want in zip(jax.tree.leaves(mine.learner.params), jax.tree.leaves(theirs.learner.params), strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-3, atol=2e-4)

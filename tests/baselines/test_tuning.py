@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -118,8 +119,9 @@ def test_each_level_preset_lies_inside_the_space_a_study_at_that_level_searches(
     from doors_gym_baselines.arms import get_arm
 
     hyperparameters = presets.level_preset(level_name).config(None).hyperparameters
-    searched = space.space_of(get_arm("flax-scan"), get_level(level_name).params())
-    assert set(space.EXPLORATION) <= set(searched)  # the level draws its doors: exploration is searched
+    searched = space.space_of(get_arm("flax-scan"), get_level(level_name).params(), hyperparameters.algorithm)
+    exploration = space.SPACES[hyperparameters.algorithm][1]
+    assert set(exploration) <= set(searched)  # the level draws its doors: exploration is searched
     coordinates = space.to_coordinates(hyperparameters, searched)
     for coordinate in searched:
         value = coordinates[coordinate.name]
@@ -130,6 +132,130 @@ def test_each_level_preset_lies_inside_the_space_a_study_at_that_level_searches(
     queued = space.hyperparameters_from_params(space.params_for(hyperparameters, searched), hyperparameters, searched)
     # Only the sizes move, to the nearest power of two.
     assert dataclasses.replace(queued, buffer_size=hyperparameters.buffer_size) == hyperparameters
+
+
+DQN_ONLY = ("batch_size", "buffer_size", "train_frequency", "target_update", "learning_starts", "double_dqn", "tau")
+"""The hyperparameters PQN leaves unused that the DQN space searches."""
+PQN_OWN = ("td_lambda", "rollout_steps", "epochs", "minibatches")
+
+
+def _pqn_study_at_31x31() -> tuple[object, object]:
+    """``(base, searched)``: the PQN preset a study of the jitted arm at ``31x31`` starts from (``--preset tuned``
+    there: its own file, else the level's), over that level's run, and the space such a study searches."""
+    from doors_gym_baselines import presets
+    from doors_gym_baselines.arms import get_arm
+    from doors_gym_baselines.levels import TrainingLevel
+
+    level = TrainingLevel.named("31x31")
+    base = presets.preset_at("tuned", "flax-scan", "31x31").config(level.layout)
+    assert base.hyperparameters.algorithm == "pqn" and base.params.random_doors
+    searched = space.space_of(get_arm("flax-scan"), base.params, space.algorithm_of(base.hyperparameters))
+    return base, searched
+
+
+def test_a_pqn_study_searches_pqn_own_coordinates_and_none_of_those_pqn_leaves_unused() -> None:
+    """A study whose base is PQN: no trial spent on a coordinate PQN ignores, none on one it refuses."""
+    _, searched = _pqn_study_at_31x31()
+    targets = {coordinate.target for coordinate in searched}
+    assert not targets & {*DQN_ONLY, "n_step", "advantage_learning"}
+    assert set(PQN_OWN) <= targets
+    assert {"num_envs", "learning_rate", "gamma", "inputs", "step_cost", "restart_prob"} <= targets
+    envs = next(coordinate for coordinate in searched if coordinate.target == "num_envs")
+    assert (envs.name, envs.scale.value(envs.low), envs.scale.value(envs.high)) == ("log2_num_envs", 16, 256)
+    assert len({coordinate.name for coordinate in searched}) == len(searched)
+    # Without drawn doors, no exploration; an arm's own space whatever the algorithm; an unknown one refused.
+    from doors_gym_baselines.arms import get_arm
+
+    plain = space.space_of(get_arm("flax-scan"), None, "pqn")
+    assert set(PQN_OWN) <= {coordinate.target for coordinate in plain}
+    assert not {coordinate.name for coordinate in plain} & {coordinate.name for coordinate in space.EXPLORATION}
+    own = (space.Range("alpha", 0.0, 1.0),)
+    arm = types.SimpleNamespace(search_space=own, hyperparameters=object)
+    assert space.space_of(arm, None, "pqn") == own
+    with pytest.raises(ValueError, match="algorithm='ppo'"):
+        space.space_of(get_arm("flax-scan"), None, "ppo")
+
+
+def test_every_point_of_the_pqn_space_builds_a_valid_pqn_config() -> None:
+    """Random points and every coordinate's two ends: each a PQN config that validates (minibatches dividing the
+    rollout's transitions, no advantage learning)."""
+    base, searched = _pqn_study_at_31x31()
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=11))
+    drawn = []
+    for _ in range(200):
+        trial = study.ask()
+        drawn.append(space.suggest_hyperparameters(trial, base.hyperparameters, searched))
+        study.tell(trial, 0.0)
+    corners = [
+        {c.name: (c.choices[0 if end == "low" else -1] if c.choices else getattr(c, end)) for c in searched}
+        for end in ("low", "high")
+    ]
+    drawn += [space.hyperparameters_from_params(corner, base.hyperparameters, searched) for corner in corners]
+    for hyperparameters in drawn:
+        config = DQNConfig(hyperparameters=hyperparameters, run=base.run)  # ValueError on an invalid point
+        assert hyperparameters.algorithm == "pqn" and hyperparameters.advantage_learning == 0
+        transitions = hyperparameters.rollout_steps * hyperparameters.num_envs
+        assert config.update_batch_size * hyperparameters.minibatches == transitions
+    assert {h.minibatches for h in drawn} == {1, 2, 4, 8} and {h.epochs for h in drawn} == {1, 2, 3, 4}
+    assert {h.rollout_steps for h in drawn} == {8, 16, 32, 64}
+    assert {h.num_envs for h in drawn} == {16, 32, 64, 128, 256}
+    assert min(h.td_lambda for h in drawn) == 0.0 and max(h.td_lambda for h in drawn) == 1.0
+
+
+def test_the_pqn_preset_at_31x31_lies_inside_the_pqn_space_and_round_trips() -> None:
+    """A study from the ``31x31`` PQN preset queues it unclipped: its point gives back the preset."""
+    base, searched = _pqn_study_at_31x31()
+    hyperparameters = base.hyperparameters
+    coordinates = space.to_coordinates(hyperparameters, searched)
+    params = space.params_for(hyperparameters, searched)
+    assert params == coordinates  # nothing clipped or rounded on the way in
+    queued = space.hyperparameters_from_params(params, hyperparameters, searched)
+    for name in (*PQN_OWN, "num_envs"):
+        assert getattr(queued, name) == getattr(hyperparameters, name), name
+    assert (queued.td_lambda, queued.rollout_steps, queued.epochs, queued.minibatches) == (0.65, 32, 2, 4)
+    assert queued.num_envs == 128
+    assert queued == hyperparameters
+
+
+def test_the_dqn_space_is_unchanged_for_a_dqn_base() -> None:
+    """A DQN base (and a plug-in's, which has no ``algorithm``) keeps DQN's space, as before PQN's."""
+    from doors_gym.levels import get_level
+    from doors_gym_baselines.arms import get_arm
+
+    arm, params = get_arm("flax-scan"), get_level("31x31").params()
+    assert space.algorithm_of(Hyperparameters()) == "dqn" and space.algorithm_of(types.SimpleNamespace()) == "dqn"
+    dqn = space.algorithm_of(Hyperparameters())
+    assert space.space_of(arm, params, dqn) == space.space_of(arm, params) == space.SPACE + space.EXPLORATION
+    assert space.space_of(arm, None, dqn) == space.SPACE
+    assert [coordinate.name for coordinate in space.SPACE] == [
+        "one_minus_gamma", "depth", "log2_width", "learning_rate", "optimizer", "log2_batch_size", "log2_num_envs",
+        "log2_buffer_size", "train_frequency", "target_update", "learning_starts", "exploration_fraction",
+        "double_dqn", "tau", "lr_end_fraction", "max_grad_norm",
+    ]
+    assert [coordinate.name for coordinate in space.EXPLORATION] == [
+        "n_step", "restart_prob", "restart_fraction", "inputs", "dueling", "step_cost", "advantage_learning",
+    ]
+    envs = next(coordinate for coordinate in space.SPACE if coordinate.target == "num_envs")
+    assert (envs.low, envs.high) == (3, 6)
+    assert set(DQN_ONLY) <= {coordinate.target for coordinate in space.SPACE}
+
+
+def test_a_pqn_study_writes_its_best_trial_as_a_pqn_preset(tmp_path: pathlib.Path) -> None:
+    """The callers pass the base's algorithm to the space: the best trial of a PQN study reads back as PQN."""
+    from doors_gym_baselines import presets
+    from doors_gym_baselines.tuning.best import write_best_preset
+
+    base, searched = _pqn_study_at_31x31()
+    with optuna_quiet():
+        study = optuna.create_study(direction="minimize", sampler=optuna.samplers.RandomSampler(seed=2))
+    study.set_user_attr("arm", "flax-scan")
+    study.set_user_attr("objective", scores.DEFAULT_OBJECTIVE)
+    trial = study.ask()
+    sampled = space.suggest_hyperparameters(trial, base.hyperparameters, searched)
+    trial.set_user_attr("seed", 0)
+    study.tell(trial, 1.0)
+    written = presets.read_preset(write_best_preset(study, base, str(tmp_path / "pqn.yml")))
+    assert written.config().hyperparameters == sampled and written.hyperparameters["algorithm"] == "pqn"
 
 
 def test_learning_score_is_the_running_mean_of_greedy_reward() -> None:
@@ -751,7 +877,7 @@ def test_the_inputs_coordinate_sets_only_the_valid_pairs_of_relative_inputs_and_
     from doors_gym_baselines.arms import get_arm
 
     base = presets.level_preset("31x31").config(None).hyperparameters
-    searched = space.space_of(get_arm("flax-scan"), get_level("31x31").params())
+    searched = space.space_of(get_arm("flax-scan"), get_level("31x31").params(), base.algorithm)
     assert "relative_inputs" not in {coordinate.name for coordinate in searched}
     params = space.params_for(base, searched)
     pairs = set()
