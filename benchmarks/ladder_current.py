@@ -1,9 +1,11 @@
 """The ladder's current rows in one table and one picture, from the committed ladder CSVs.
 
-``doors-gym ladder --report-only`` draws the rows of one output folder; the ladder's rows live in three
-(``full/``: every level with the presets of its run, ``rerun/all-arms/``: ``31x31`` and ``63x63`` with the level
-presets that solve them; ``rerun/unseen/``: the jitted arm's rows there with the presets kept on probe seeds, on seeds
-no choice saw). A later folder's row replaces an earlier one's for the same level and arm. Writes
+``doors-gym ladder --report-only`` draws the rows of one output folder; the ladder's rows live in four
+(``full/``: every level with the presets of its run, ``rerun/all-arms/``: ``31x31`` and ``63x63`` with the DQN level
+presets that first solved them; ``rerun/unseen/``: the jitted arm's rows there with the DQN presets kept on probe
+seeds, on seeds no choice saw; ``rerun/presets/``: every default arm there with today's PQN level presets, on those
+seeds). A later folder's row replaces an earlier one's for the same level and arm, and a level the last folder holds
+keeps that folder's rows alone (a row of a former preset at that level is other work). Writes
 ``ladder.md``, ``ladder.csv`` and ``ladder.png`` (``doors_gym_baselines.ladder.write_ladder``) under ``--out``,
 copies the picture to ``docs/ladder.png`` and writes each row's seconds per run to
 ``doors_gym_baselines/experiments/ladder_expected.csv`` (what ``doors-gym ladder --plan`` expects a run to take):
@@ -24,7 +26,9 @@ from doors_gym_baselines.experiments.ladder import LadderRow, write_ladder
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LADDER = ROOT / "benchmarks" / "results" / "ladder"
-SOURCES = tuple(LADDER / folder / "ladder.csv" for folder in ("full", "rerun/all-arms", "rerun/unseen"))
+SOURCES = tuple(
+    LADDER / folder / "ladder.csv" for folder in ("full", "rerun/all-arms", "rerun/unseen", "rerun/presets")
+)
 
 
 def read_rows(path: pathlib.Path) -> list[LadderRow]:
@@ -44,12 +48,17 @@ def _number(kind: str, text: str) -> int | float:
 
 def current(sources: list[pathlib.Path]) -> list[LadderRow]:
     """Each row (a level and an arm's key) from the last source that has it, in the ladder's level order (a level's
-    rows in the order of the source that gave it the most rows, the rest after)."""
+    rows in the order of the source that gave it the most rows, the rest after); a level of the last source has its
+    rows alone."""
     by_level: dict[str, dict[str, LadderRow]] = {}
     order: dict[str, list[str]] = {}
-    for source in sources:
+    for index, source in enumerate(sources):
         keys: dict[str, list[str]] = {}
-        for row in read_rows(source):
+        rows = read_rows(source)
+        if index == len(sources) - 1:  # the current presets' levels: their rows alone
+            for level in {row.level for row in rows}:
+                by_level[level], order[level] = {}, []
+        for row in rows:
             by_level.setdefault(row.level, {})[row.key] = row
             keys.setdefault(row.level, []).append(row.key)
         for level, listed in keys.items():
