@@ -16,8 +16,9 @@ the preset without the cell planes, the plain update at the preset's width (:dat
 returns, double DQN, LayerNorm and advantage learning off), and (``--widths``) the first two at other widths.
 Where the preset is PQN (``31x31``, ``63x63``) an update is one of its minibatch regressions (the learners'
 ``regress``, the jitted arm's regression step), the plain update is :data:`PLAIN` DQN at the preset's width with
-``shared.yml``'s replay and schedule, and a last column puts the two on the same work: milliseconds of updates per
-1,000 env steps (a run's updates over its env steps: PQN makes 8 of 1,024 transitions per 4,096 env steps).
+``shared.yml``'s replay and schedule, PQN over 1,024-row minibatches (:data:`PQN_WIDE`) is timed where the
+preset's are other, and a last column puts them on the same work: milliseconds of updates per 1,000 env steps (a
+run's updates over its env steps: the level presets' PQN makes 16 updates of 256 transitions per 4,096 env steps).
 Writes a Markdown report.
 """
 
@@ -46,6 +47,9 @@ PLAIN = {"relative_inputs": False, "n_step": 1, "double_dqn": False, "layer_norm
          "cell_planes": True}  # fmt: skip
 """The five knobs a level preset may turn on, off: the plain DQN update at the preset's width (over the one-hot cell
 planes, the only input without the relative inputs)."""
+PQN_WIDE = {"epochs": 2, "minibatches": 4}
+"""PQN's update over 1,024-row minibatches (a rollout of 32 x 128 in four, two epochs), timed beside a PQN preset
+that splits its rollouts otherwise: what the minibatch's rows cost."""
 PQN_UNUSED = UNUSED_BY["pqn"]
 """DQN's replay, target-network and schedule fields, which PQN's preset leaves at values it never reads."""
 
@@ -99,6 +103,9 @@ def variants(level: str, widths: list[int]) -> dict[str, DQNConfig]:
         dqn = TrainingLevel.named("study").shared_preset.config().hyperparameters
         replay = {name: getattr(dqn, name) for name in (*PQN_UNUSED, "num_envs")}
         found["plain DQN (the knobs off)"] = preset.replace(**{**replay, **PLAIN, "algorithm": "dqn"})
+        wide = preset.replace(**PQN_WIDE)
+        if wide != preset:
+            found[f"PQN, {wide.update_batch_size:,}-row minibatches"] = wide
     elif preset.replace(**PLAIN) != preset:
         found["plain (the knobs off)"] = preset.replace(**PLAIN)
     for width in widths:

@@ -7,6 +7,10 @@ A seed is solved where its first solved streak spans the run's hold-out window (
 stopping when solved, would have stopped: :func:`doors_gym_baselines.harness.metrics.first_window`, as compare reads it).
 
     python benchmarks/trial_table.py OUT/*.jsonl
+    python benchmarks/trial_table.py --margins OUT/*.jsonl   # and how each seed held after its first solve
+
+``--margins`` adds two columns for probes run without stopping when solved: each seed's first solved evaluation,
+and how many of its evaluations after that one were not solved (the bar's margin: 0 when every later evaluation held).
 """
 
 from __future__ import annotations
@@ -35,8 +39,27 @@ def curve(rows: list[dict[str, Any]]) -> list[SimpleNamespace]:
     ]
 
 
-def table_row(path: pathlib.Path) -> str:
-    """The table's row of one run's log."""
+MARGIN_HEADER = " first solved at (each seed) | evaluations after it not solved (each seed) |"
+
+
+def margins(rows: list[dict[str, Any]], seeds: int) -> str:
+    """The ``--margins`` columns: each seed's first solved evaluation (``-`` if none) and, of its evaluations after
+    that one, how many were not solved."""
+    firsts, dips = [], []
+    for seed in range(seeds):
+        first = next((index for index, row in enumerate(rows) if row["per_seed"][seed]["solved"]), None)
+        if first is None:
+            firsts.append("-")
+            dips.append("-")
+            continue
+        after = rows[first + 1 :]
+        firsts.append(f"{rows[first]['step']:,}")
+        dips.append(f"{sum(not row['per_seed'][seed]['solved'] for row in after)} of {len(after)}")
+    return f" {' '.join(firsts)} | {', '.join(dips)} |"
+
+
+def table_row(path: pathlib.Path, with_margins: bool = False) -> str:
+    """The table's row of one run's log (``with_margins``: :func:`margins`' columns after it)."""
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not lines:
         raise ValueError(f"{path} is empty: expected a header line written by level_trial.py --log")
@@ -45,7 +68,8 @@ def table_row(path: pathlib.Path) -> str:
     rows = rows[:-1] if finished else rows
     seeds = header["seeds"]
     if not rows:
-        return f"| {path.stem} | {header['level']} | {header['arm']} | 0/{seeds} | | | 0 | wall limit | | |"
+        empty = " | |" if with_margins else ""
+        return f"| {path.stem} | {header['level']} | {header['arm']} | 0/{seeds} | | | 0 | wall limit | | |{empty}"
     solved = [first_window(curve(rows), header["hold_out_steps"], seed) for seed in range(seeds)]
     solved = [row for row in solved if row is not None]
     last = rows[-1]
@@ -61,17 +85,18 @@ def table_row(path: pathlib.Path) -> str:
     return (
         f"| {path.stem} | {header['level']} | {header['arm']} | {len(solved)}/{seeds} | {steps} | {seconds} "
         f"| {last['step']:,} | {stopped} | {last['greedy_success_rate']:.3f} | {rate:,.0f} |"
-    )
+    ) + (margins(rows, seeds) if with_margins else "")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="+", type=pathlib.Path, help="level_trial.py --log files, in the table's order")
+    parser.add_argument("--margins", action="store_true", help="add each seed's first solve and the dips after it")
     args = parser.parse_args()
-    print(HEADER)
-    print("|---|---|---|---:|---|---|---:|---|---:|---:|")
+    print(HEADER + (MARGIN_HEADER if args.margins else ""))
+    print("|---|---|---|---:|---|---|---:|---|---:|---:|" + ("---|---|" if args.margins else ""))
     for path in args.logs:
-        print(table_row(path))
+        print(table_row(path, args.margins))
 
 
 if __name__ == "__main__":

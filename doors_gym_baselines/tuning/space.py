@@ -81,12 +81,13 @@ PQN_SPACE = tuple(
     Range("td_lambda", 0.0, 1.0),
     Range("log2_rollout_steps", 3, 6, integer=True, hyperparameter="rollout_steps", scale=POWER_OF_TWO),
     Range("epochs", 1, 4, integer=True),
-    Range("log2_minibatches", 0, 3, integer=True, hyperparameter="minibatches", scale=POWER_OF_TWO),
+    Range("log2_minibatches", 0, 5, integer=True, hyperparameter="minibatches", scale=POWER_OF_TWO),
 )
 """The search space of a study of PQN (``algorithm: pqn``): :data:`SPACE` less :data:`PQN_UNUSED`, its envs over
 :data:`PQN_NUM_ENVS`, then PQN's own: lambda of its returns (0: one-step targets, 1: the rollout's returns), powers
-of two for the rollout's steps (8 to 64) and the minibatches (1 to 8, which always divide the rollout's
-``rollout_steps * num_envs`` transitions, at least 128 here), and the passes over each rollout (1 to 4)."""
+of two for the rollout's steps (8 to 64) and the minibatches (1 to 32, which always divide the rollout's
+``rollout_steps * num_envs`` transitions, at least 128 here; the level presets' 16 and PQN's published 32 inside),
+and the passes over each rollout (1 to 4)."""
 
 PQN_EXPLORATION = tuple(
     coordinate for coordinate in EXPLORATION if coordinate.target not in (*PQN_UNUSED, "advantage_learning")

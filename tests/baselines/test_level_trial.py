@@ -52,6 +52,21 @@ def test_a_seed_counts_as_solved_from_its_first_streak_that_spans_the_hold_out_w
     assert cells[9] == "200"  # 500 env steps of each of 2 seeds in 5 s
 
 
+def test_margins_count_each_seeds_unsolved_evaluations_after_its_first_solve(tmp_path):
+    table = load_benchmark("trial_table")
+    # seed 1: first solved at 100, then unsolved at 200 and 400 of the 4 after it; seed 2: never solved.
+    rows = seed_rows(
+        [(100, True, False), (200, False, False), (300, True, False), (400, False, False), (500, True, False)]
+    )
+    log = write_log(tmp_path / "m.jsonl", rows, total_steps=500, hold_out_steps=0)
+    assert len(table.table_row(log).strip("|").split("|")) == 10  # no margins unless asked
+    cells = [cell.strip() for cell in table.table_row(log, with_margins=True).strip("|").split("|")]
+    assert len(cells) == 12 and cells[-2:] == ["100 -", "2 of 4, -"]
+    held = seed_rows([(100, False, False), (200, True, True), (300, True, True)])
+    cells = [cell.strip() for cell in table.table_row(write_log(tmp_path / "h.jsonl", held, 300, 0), True).split("|")]
+    assert cells[-3:-1] == ["200 200", "0 of 1, 0 of 1"]
+
+
 def test_a_run_solved_on_every_seed_stops_as_solved_and_one_at_its_budget_as_budget(tmp_path):
     table = load_benchmark("trial_table")
     solved = seed_rows([(100, True, True), (200, True, True)])

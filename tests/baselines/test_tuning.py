@@ -196,7 +196,7 @@ def test_every_point_of_the_pqn_space_builds_a_valid_pqn_config() -> None:
         assert hyperparameters.algorithm == "pqn" and hyperparameters.advantage_learning == 0
         transitions = hyperparameters.rollout_steps * hyperparameters.num_envs
         assert config.update_batch_size * hyperparameters.minibatches == transitions
-    assert {h.minibatches for h in drawn} == {1, 2, 4, 8} and {h.epochs for h in drawn} == {1, 2, 3, 4}
+    assert {h.minibatches for h in drawn} == {1, 2, 4, 8, 16, 32} and {h.epochs for h in drawn} == {1, 2, 3, 4}
     assert {h.rollout_steps for h in drawn} == {8, 16, 32, 64}
     assert {h.num_envs for h in drawn} == {16, 32, 64, 128, 256}
     assert min(h.td_lambda for h in drawn) == 0.0 and max(h.td_lambda for h in drawn) == 1.0
@@ -212,7 +212,7 @@ def test_the_pqn_preset_at_31x31_lies_inside_the_pqn_space_and_round_trips() -> 
     queued = space.hyperparameters_from_params(params, hyperparameters, searched)
     for name in (*PQN_OWN, "num_envs"):
         assert getattr(queued, name) == getattr(hyperparameters, name), name
-    assert (queued.td_lambda, queued.rollout_steps, queued.epochs, queued.minibatches) == (0.65, 32, 2, 4)
+    assert (queued.td_lambda, queued.rollout_steps, queued.epochs, queued.minibatches) == (0.65, 32, 1, 16)
     assert queued.num_envs == 128
     assert queued == hyperparameters
 
