@@ -1,14 +1,16 @@
 """The ladder's current rows in one table and one picture, from the committed ladder CSVs.
 
-``doors-gym ladder --report-only`` draws the rows of one output folder; the ladder's rows live in five (``full/``:
+``doors-gym ladder --report-only`` draws the rows of one output folder; the ladder's rows live in six (``full/``:
 every level with the presets of its run, ``rerun/all-arms/``: ``31x31`` and ``63x63`` with the DQN level presets that
 first solved them; ``rerun/unseen/``: the jitted arm's rows there with the DQN presets kept on probe seeds, on seeds
 no choice saw; ``rerun/lower/``: ``3Walls``, whose preset was first found on ``full/``'s seeds, every arm on seeds
-110-112; ``rerun/presets/``: every default arm at ``31x31`` and ``63x63`` with today's PQN level presets, on those
-seeds). A later folder's row replaces an earlier one's for the same level and arm, and a level the last folder holds
-keeps that folder's rows alone (a row of a former preset at that level is other work). Writes ``ladder.md``,
-``ladder.csv`` and ``ladder.png`` (``doors_gym_baselines.ladder.write_ladder``) under ``--out``, copies the picture to
-``docs/ladder.png`` and writes each row's seconds per run to ``doors_gym_baselines/experiments/ladder_expected.csv``
+110-112; ``rerun/presets/``: every default arm at ``31x31`` and ``63x63`` with the PQN level presets as first kept
+(2 epochs of 1,024-row minibatches a rollout), on those seeds; ``rerun/pqn-256/``: the same with today's presets,
+one epoch of 256-row minibatches). A later folder's row replaces an earlier one's for the same level and arm, and a
+level the last folder holds keeps that folder's rows alone (a row of a former preset at that level is other work).
+Writes ``ladder.md``, ``ladder.csv`` and ``ladder.png`` (``doors_gym_baselines.ladder.write_ladder``) under
+``--out``, copies the picture to ``docs/ladder.png`` and writes each row's seconds per run to
+``doors_gym_baselines/experiments/ladder_expected.csv``
 (what ``doors-gym ladder --plan`` expects a run to take):
 
     python benchmarks/ladder_current.py
@@ -27,9 +29,8 @@ from doors_gym_baselines.experiments.ladder import LadderRow, write_ladder
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LADDER = ROOT / "benchmarks" / "results" / "ladder"
-SOURCES = tuple(
-    LADDER / folder / "ladder.csv" for folder in ("full", "rerun/all-arms", "rerun/unseen", "rerun/lower", "rerun/presets")
-)
+FOLDERS = ("full", "rerun/all-arms", "rerun/unseen", "rerun/lower", "rerun/presets", "rerun/pqn-256")
+SOURCES = tuple(LADDER / folder / "ladder.csv" for folder in FOLDERS)
 
 
 def read_rows(path: pathlib.Path) -> list[LadderRow]:
