@@ -3,8 +3,11 @@ as it happens (greedy success, rolling reward against the level's bar, solved) i
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any
 
 LOG_LINES = 10
@@ -88,6 +91,44 @@ class Progress:
         """Ends the bar."""
         if self._bar is not None:
             self._bar.close()
+
+
+EVALUATION_LINE = re.compile(
+    r"^(?P<description>.+?): evaluation at (?P<step>[\d,]+) env steps: greedy success (?P<greedy>[\d.]+), "
+    r"rolling reward (?P<rolling>-?[\d.]+|nan) \(bar (?P<bar>[\d.]+)\), (?P<state>solved and held|solved|not solved)$"
+)
+"""A line of :meth:`Progress.evaluated` in a log, read back by :func:`read_evaluations`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LoggedEvaluation:
+    """One evaluation as a log line says it (figures rounded as printed; means over seeds in a run of several)."""
+
+    description: str
+    step: int
+    greedy_success_rate: float
+    rolling_reward: float
+    solved_reward: float
+    solved: bool
+
+
+def read_evaluations(lines: Iterable[str]) -> list[LoggedEvaluation]:
+    """The evaluations of a run's log (its other lines are left out), in order."""
+    found = []
+    for line in lines:
+        match = EVALUATION_LINE.match(line.rstrip("\n"))
+        if match:
+            found.append(
+                LoggedEvaluation(
+                    description=match["description"],
+                    step=int(match["step"].replace(",", "")),
+                    greedy_success_rate=float(match["greedy"]),
+                    rolling_reward=float(match["rolling"]),
+                    solved_reward=float(match["bar"]),
+                    solved=match["state"] != "not solved",
+                )
+            )
+    return found
 
 
 def describe_seconds(seconds: float) -> str:

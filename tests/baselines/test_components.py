@@ -318,6 +318,31 @@ def test_each_evaluation_is_a_line_against_the_bar_and_a_log_line_says_the_time_
     assert capsys.readouterr().err == ""
 
 
+def test_a_logs_evaluation_lines_read_back_as_they_were_written(monkeypatch, capsys):
+    """read_evaluations reads what Progress.evaluated writes (and nothing else of the log)."""
+    from doors_gym_baselines.harness import progress as bars
+    from doors_gym_baselines.harness.metrics import HistoryRow, SeedFigures
+
+    def row(step: int, success: float, rolling: float) -> HistoryRow:
+        seed = SeedFigures(1, success, 0.6, 0.9, rolling, solved_reward=0.632)
+        nan = float("nan")
+        return HistoryRow(step, 1.0, 1.0, 0.1, nan, success, 0.6, 0.9, rolling, nan, nan, nan, nan, (seed,))
+
+    monkeypatch.setattr(bars, "in_a_terminal", lambda: False)
+    progress = bars.Progress(3_000_000, "torch-numpy x 1 seed", quiet=False)
+    progress.update(1_000_000, eps=0.5)
+    written = [(1_000_000, 0.25, float("nan")), (2_000_000, 0.985, 0.64), (3_000_000, 0.995, 0.64)]
+    for step, success, rolling in written:
+        progress.evaluated(row(step, success, rolling), held=step == 3_000_000)
+    progress.close()
+    read = bars.read_evaluations(capsys.readouterr().err.splitlines())
+    assert [(e.step, e.greedy_success_rate, e.solved) for e in read] == [
+        (1_000_000, 0.25, False), (2_000_000, 0.985, False), (3_000_000, 0.995, True)
+    ]  # fmt: skip
+    assert read[0].description == "torch-numpy x 1 seed" and read[0].rolling_reward != read[0].rolling_reward
+    assert read[1].rolling_reward == 0.64 and read[1].solved_reward == 0.632
+
+
 def test_the_time_left_reads_in_the_unit_of_its_size():
     from doors_gym_baselines.harness.progress import describe_seconds
 

@@ -7,6 +7,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from benchmark_scripts import load_benchmark
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -99,3 +101,33 @@ def test_level_trial_logs_each_evaluation_and_the_table_reads_it(tmp_path):
     assert len(printed) == len(rows)  # every printed evaluation is logged, and no other
     line = load_benchmark("trial_table").table_row(log)
     assert "| study | flax-numpy | 0/1 |" in line and f"| {rows[-1]['step']:,} | budget |" in line
+
+
+def test_ladder_margins_count_the_unsolved_evaluations_after_a_runs_first_solve(tmp_path, capsys):
+    margins = load_benchmark("ladder_margins")
+
+    def log(name: str, states: list[tuple[float, str]]) -> str:
+        lines = ["== level 31x31", "flax-scan x 1 seed: 100 of 500 env steps (20%), 1 s, 100 env steps/s, 4 s left"]
+        lines += [
+            f"flax-scan x 1 seed: evaluation at {100 * (i + 1):,} env steps: greedy success {greedy:.3f}, "
+            f"rolling reward {0.5 + greedy / 10:.4f} (bar 0.5630), {state}"
+            for i, (greedy, state) in enumerate(states)
+        ]
+        path = tmp_path / f"{name}.log"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return str(path)
+
+    dipped = log("dipped", [(0.5, "not solved"), (0.995, "solved"), (0.985, "not solved"), (0.992, "solved and held")])
+    kept = log("kept", [(0.99, "solved"), (0.999, "solved and held")])
+    never = log("never", [(0.2, "not solved")])
+    margins.main([dipped, kept, never])
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")] for line in lines[2:5]}
+    assert rows["dipped"][1:6] == ["4", "200", "2", "1", "0.985"]
+    assert rows["kept"][1:6] == ["2", "100", "1", "0", "0.999"]
+    assert rows["never"][1:3] == ["1", "not solved"]
+    assert lines[-1] == "held from the first solve: 1 of 2 solved runs (3 runs)"
+    empty = tmp_path / "empty.log"
+    empty.write_text("no evaluations here\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        margins.main([str(empty)])
