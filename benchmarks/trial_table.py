@@ -73,7 +73,7 @@ def table_row(path: pathlib.Path, with_margins: bool = False) -> str:
     solved = [first_window(curve(rows), header["hold_out_steps"], seed) for seed in range(seeds)]
     solved = [row for row in solved if row is not None]
     last = rows[-1]
-    if len(solved) == seeds:
+    if len(solved) == seeds and header.get("stop_when_solved", True):  # a probe run on to its budget says "budget"
         stopped = "solved"
     elif finished or last["step"] >= header["total_steps"]:  # (logs from before the closing line: the budget reached)
         stopped = "budget"

@@ -285,23 +285,26 @@ def test_a_log_gets_a_line_per_tenth_of_the_run(monkeypatch, capsys):
     assert all("rolling" not in line and line.endswith("eps 0.5") for line in lines)  # a NaN figure is left out
 
 
+def evaluation_row(step: int, success: float, rolling: float):
+    """A one-seed HistoryRow at ``step`` with the greedy success and rolling reward given (the bar 0.632)."""
+    from doors_gym_baselines.harness.metrics import HistoryRow, SeedFigures
+
+    seed = SeedFigures(1, success, 0.6, 0.9, rolling, solved_reward=0.632)
+    nan = float("nan")
+    return HistoryRow(step, 1.0, 1.0, 0.1, nan, success, 0.6, 0.9, rolling, nan, nan, nan, nan, (seed,))
+
+
 def test_each_evaluation_is_a_line_against_the_bar_and_a_log_line_says_the_time_left(monkeypatch, capsys):
     """A long run shows its learning as it happens: every evaluation's greedy success and rolling reward against the
     level's bar and whether it is solved (and held), in a log's lines and beside a terminal's bar."""
     from doors_gym_baselines.harness import progress as bars
-    from doors_gym_baselines.harness.metrics import HistoryRow, SeedFigures
-
-    def row(step: int, success: float, rolling: float) -> HistoryRow:
-        seed = SeedFigures(1, success, 0.6, 0.9, rolling, solved_reward=0.632)
-        nan = float("nan")
-        return HistoryRow(step, 1.0, 1.0, 0.1, nan, success, 0.6, 0.9, rolling, nan, nan, nan, nan, (seed,))
 
     monkeypatch.setattr(bars, "in_a_terminal", lambda: False)
     progress = bars.Progress(1000, "flax-scan x 1 seed", quiet=False)
     progress.update(100, eps=0.5)
-    progress.evaluated(row(100, 0.5, 0.3), held=False)
-    progress.evaluated(row(200, 0.995, 0.64), held=False)
-    progress.evaluated(row(300, 0.995, 0.64), held=True)
+    progress.evaluated(evaluation_row(100, 0.5, 0.3), held=False)
+    progress.evaluated(evaluation_row(200, 0.995, 0.64), held=False)
+    progress.evaluated(evaluation_row(300, 0.995, 0.64), held=True)
     progress.close()
     lines = capsys.readouterr().err.splitlines()
     assert " left, eps 0.5" in lines[0]
@@ -314,26 +317,20 @@ def test_each_evaluation_is_a_line_against_the_bar_and_a_log_line_says_the_time_
         "solved and held",
     ]
     quiet = bars.Progress(1000, "arm", quiet=True)
-    quiet.evaluated(row(100, 0.5, 0.3), held=False)
+    quiet.evaluated(evaluation_row(100, 0.5, 0.3), held=False)
     assert capsys.readouterr().err == ""
 
 
 def test_a_logs_evaluation_lines_read_back_as_they_were_written(monkeypatch, capsys):
     """read_evaluations reads what Progress.evaluated writes (and nothing else of the log)."""
     from doors_gym_baselines.harness import progress as bars
-    from doors_gym_baselines.harness.metrics import HistoryRow, SeedFigures
-
-    def row(step: int, success: float, rolling: float) -> HistoryRow:
-        seed = SeedFigures(1, success, 0.6, 0.9, rolling, solved_reward=0.632)
-        nan = float("nan")
-        return HistoryRow(step, 1.0, 1.0, 0.1, nan, success, 0.6, 0.9, rolling, nan, nan, nan, nan, (seed,))
 
     monkeypatch.setattr(bars, "in_a_terminal", lambda: False)
     progress = bars.Progress(3_000_000, "torch-numpy x 1 seed", quiet=False)
     progress.update(1_000_000, eps=0.5)
     written = [(1_000_000, 0.25, float("nan")), (2_000_000, 0.985, 0.64), (3_000_000, 0.995, 0.64)]
     for step, success, rolling in written:
-        progress.evaluated(row(step, success, rolling), held=step == 3_000_000)
+        progress.evaluated(evaluation_row(step, success, rolling), held=step == 3_000_000)
     progress.close()
     read = bars.read_evaluations(capsys.readouterr().err.splitlines())
     assert [(e.step, e.greedy_success_rate, e.solved) for e in read] == [

@@ -26,11 +26,13 @@ def seed_rows(solved_by_step: list[tuple[int, bool, bool]]) -> list[dict]:
 
 
 def write_log(
-    path: pathlib.Path, rows: list[dict], total_steps: int, hold_out_steps: int, finished: bool = True
+    path: pathlib.Path, rows: list[dict], total_steps: int, hold_out_steps: int, finished: bool = True,
+    stop_when_solved: bool = True,
 ) -> pathlib.Path:
     header = {
         "arm": "flax-scan", "level": "31x31", "seed": 1, "seeds": 2, "preset": "shared-31x31", "changes": {},
-        "bar": 0.563, "total_steps": total_steps, "hold_out_steps": hold_out_steps, "stop_when_solved": True,
+        "bar": 0.563, "total_steps": total_steps, "hold_out_steps": hold_out_steps,
+        "stop_when_solved": stop_when_solved,
     }
     end = [{"finished": True, "env_steps": rows[-1]["step"] * 2, "wall_seconds": rows[-1]["seconds"]}]
     end = end if finished else []
@@ -74,6 +76,9 @@ def test_a_run_solved_on_every_seed_stops_as_solved_and_one_at_its_budget_as_bud
     solved = seed_rows([(100, True, True), (200, True, True)])
     line = table.table_row(write_log(tmp_path / "a.jsonl", solved, 200, 100))
     assert "| 2/2 | 100 100 | 1 1 | 200 | solved |" in line
+    # A probe run without stopping when solved went on to its budget: it says so, solved or not.
+    probe = table.table_row(write_log(tmp_path / "p.jsonl", solved, 200, 100, stop_when_solved=False))
+    assert "| 2/2 | 100 100 | 1 1 | 200 | budget |" in probe
     unsolved = seed_rows([(100, False, False), (150, True, False)])  # its budget 200: ended short of it, by itself
     assert "| 0/2 |  |  | 150 | budget |" in table.table_row(write_log(tmp_path / "b.jsonl", unsolved, 200, 100))
 
