@@ -2,9 +2,10 @@
 and how low its greedy success and rolling reward went, read from the logs of ``doors-gym compare`` / ``ladder`` /
 ``train`` runs (the evaluation lines a run writes to a log as it goes, :meth:`Progress.evaluated`).
 
-    python benchmarks/ladder_margins.py benchmarks/results/ladder/rerun/pqn-256/logs/*-63x63-*.log
+    python benchmarks/ladder_margins.py benchmarks/results/ladder/rerun/pqn-256/logs/*-63x63-1*.log
 
-A row per log, named by its file; then how many runs held: solved at every evaluation after their first solved one.
+One run a log (a log of several runs, one after another, reads as one); a row per log, named by its file; then how
+many runs held: solved at every evaluation after their first solved one.
 A run that stops when solved shows the evaluations from its first solve to its stop (its hold-out window and the
 dips in it); a probe run to its budget shows them to the end. In a run of several seeds the log's figures are means
 over the seeds and "solved" is every seed's (``benchmarks/trial_table.py --margins`` reads each seed of a probe).

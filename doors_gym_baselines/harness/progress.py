@@ -95,7 +95,7 @@ class Progress:
 
 EVALUATION_LINE = re.compile(
     r"^(?P<description>.+?): evaluation at (?P<step>[\d,]+) env steps: greedy success (?P<greedy>[\d.]+), "
-    r"rolling reward (?P<rolling>-?[\d.]+|nan) \(bar (?P<bar>[\d.]+)\), (?P<state>solved and held|solved|not solved)$"
+    r"rolling reward (?P<rolling>-?[\d.]+|nan) \(bar (?P<bar>[\d.]+|nan)\), (?P<state>solved and held|solved|not solved)$"
 )
 """A line of :meth:`Progress.evaluated` in a log, read back by :func:`read_evaluations`."""
 
